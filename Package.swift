@@ -1,0 +1,59 @@
+// swift-tools-version:6.0
+// SPDX-License-Identifier: Apache-2.0
+import PackageDescription
+
+let package = Package(
+    name: "useractivity",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "useractivityd", targets: ["useractivityd"]),
+        .executable(name: "useractivity-bench", targets: ["useractivity-bench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+    ],
+    targets: [
+        // The C boundary: only what Swift cannot call lives in the shim headers.
+        .systemLibrary(name: "CDBus", pkgConfig: "dbus-1",
+                       providers: [.apt(["libdbus-1-dev"])]),
+        .systemLibrary(name: "CGLib", pkgConfig: "gio-unix-2.0",
+                       providers: [.apt(["libglib2.0-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3",
+                       providers: [.apt(["libsqlite3-dev"])]),
+
+        // A D-Bus-shaped value tree with no transport attached: shared by the
+        // core (validation, storage) and DBusKit (marshalling).
+        .target(name: "TypedValues"),
+        // The only module that imports libdbus.
+        .target(name: "DBusKit", dependencies: ["CDBus", "TypedValues"]),
+        // The only module that imports GLib/GIO: main loop, the libdbus bridge,
+        // key files, file monitors.
+        .target(name: "GLibSupport", dependencies: ["CGLib", "DBusKit"]),
+        // Plain Swift: activities, identity, declared types, limits. No D-Bus.
+        .target(name: "UserActivityCore", dependencies: ["TypedValues"]),
+        // SQLite-backed saved activities (the C API behind one small module).
+        .target(name: "ActivityStore", dependencies: ["CSQLite", "TypedValues"]),
+        // D-Bus glue: dispatch tables, handlers, introspection.
+        .target(name: "UserActivityService", dependencies: [
+            "DBusKit", "GLibSupport", "UserActivityCore", "ActivityStore", "TypedValues",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .executableTarget(name: "useractivityd", dependencies: [
+            "UserActivityService", "GLibSupport",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        .executableTarget(name: "useractivity-bench", dependencies: ["DBusKit", "TypedValues", "TestSupport"], path: "Sources/bench"),
+
+        // Test helpers: private dbus-daemon, child processes, fixture apps.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "UserActivityCoreTests", dependencies: ["UserActivityCore", "TypedValues", "GLibSupport"]),
+        .testTarget(name: "ActivityStoreTests", dependencies: ["ActivityStore", "TypedValues"]),
+        .testTarget(name: "DBusDispatchTests", dependencies: [
+            "UserActivityService", "DBusKit", "GLibSupport", "TestSupport", "TypedValues",
+        ]),
+        .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "DBusKit", "TypedValues"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,719 @@
+// SPDX-License-Identifier: Apache-2.0
+import CSQLite
+import Synchronization
+import TypedValues
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Saved activities in one SQLite database: saving (upsert by app and
+/// persistent identifier), full-text search, suggestions, deletion and expiry.
+///
+/// Times are Unix microseconds passed in by the caller (`now`), so that the
+/// daemon has one clock and tests can choose theirs.
+///
+/// Every write is one transaction and returns after it is committed; with
+/// WAL and `synchronous=NORMAL` a committed transaction survives the process
+/// being killed right after (not a power loss: that needs `FULL`).
+///
+/// Thread-safe: one connection behind a mutex. Calls are short (a few
+/// milliseconds at most at 100 000 entries), so callers need no queue of
+/// their own.
+///
+/// ```swift
+/// let store = try ActivityStore(directory: stateHome + "/useractivity")
+/// let id = try store.save(record, at: now)
+/// let hits = try store.search(query: "quarterly rep", limit: 0, appID: nil, activityTypes: [], now: now)
+/// ```
+public final class ActivityStore: Sendable {
+    /// The database file's name inside the store directory.
+    public static let fileName = "activities.sqlite3"
+    /// The most results one search or suggestion call returns.
+    public static let maximumLimit = 200
+    /// Recency half-life used by search and suggestions: 7 days in µs.
+    public static let recencyHalfLife: Double = 7 * 24 * 3600 * 1_000_000
+
+    /// The database file, or `nil` for an in-memory store.
+    public let path: String?
+    private let connection: Mutex<SQLiteConnection>
+    private let hourOfDay: @Sendable (Int64) -> Int
+
+    /// Opens (creating when needed) the store in `directory`.
+    ///
+    /// Creates the directory and missing parents with mode 0700 and
+    /// `activities.sqlite3` with mode 0600, whatever the umask; existing
+    /// directories are left as they are. Migrates the schema to the current
+    /// version.
+    ///
+    /// - Parameter hourOfDay: the hour (0–23) of a Unix µs time, used to file
+    ///   uses for time-of-day affinity; defaults to the local time zone
+    ///   (``localHour(_:)``). Tests pass ``utcHour(_:)``.
+    public init(directory: String, hourOfDay: @escaping @Sendable (Int64) -> Int = ActivityStore.localHour) throws {
+        try FileSystem.makeDirectories(directory, mode: 0o700)
+        let path = directory.hasSuffix("/") ? directory + Self.fileName : directory + "/" + Self.fileName
+        try FileSystem.createPrivateFile(path, mode: 0o600)
+        let db = try SQLiteConnection(path: path)
+        try Self.configure(db, wal: true)
+        try Schema.migrate(db)
+        self.path = path
+        self.hourOfDay = hourOfDay
+        self.connection = Mutex(db)
+    }
+
+    private init(inMemory db: sending SQLiteConnection, hourOfDay: @escaping @Sendable (Int64) -> Int) {
+        self.path = nil
+        self.hourOfDay = hourOfDay
+        self.connection = Mutex(db)
+    }
+
+    /// A private in-memory store (for tests): same schema, nothing on disk.
+    public static func inMemory(hourOfDay: @escaping @Sendable (Int64) -> Int = ActivityStore.utcHour) throws -> ActivityStore {
+        let db = try SQLiteConnection(path: ":memory:")
+        try configure(db, wal: false)
+        try Schema.migrate(db)
+        return ActivityStore(inMemory: db, hourOfDay: hourOfDay)
+    }
+
+    private static func configure(_ db: SQLiteConnection, wal: Bool) throws(StoreError) {
+        // Another process (a second daemon during a restart) may hold the write
+        // lock briefly; wait for it rather than failing.
+        try db.check(sqlite3_busy_timeout(db.handle, 5000), "sqlite3_busy_timeout")
+        if wal {
+            // WAL: readers never block the writer, and commits are one append.
+            let mode = try db.pragma("journal_mode = WAL")
+            guard mode.lowercased() == "wal" else {
+                throw StoreError(function: "PRAGMA journal_mode", code: SQLITE_CANTOPEN,
+                                 message: "the file system does not support WAL (journal mode is \(mode))")
+            }
+        }
+        // NORMAL in WAL mode: a commit is durable against a process kill;
+        // only a power loss can drop the last transactions.
+        try db.execute("PRAGMA synchronous = NORMAL")
+        try db.execute("PRAGMA foreign_keys = ON")
+        // Overwrite deleted content where it costs no extra I/O: "forget"
+        // should not leave titles readable in free pages.
+        try db.execute("PRAGMA secure_delete = FAST")
+    }
+
+    // MARK: - Time
+
+    /// The hour (0–23) of `micros` in the local time zone.
+    @Sendable public static func localHour(_ micros: Int64) -> Int {
+        var seconds = time_t(micros.floorDivided(by: 1_000_000))
+        var parts = tm()
+        guard localtime_r(&seconds, &parts) != nil else { return utcHour(micros) }
+        return Int(parts.tm_hour)
+    }
+
+    /// The hour (0–23) of `micros` in UTC.
+    @Sendable public static func utcHour(_ micros: Int64) -> Int {
+        Int(micros.floorDivided(by: 3_600_000_000).floorModulo(24))
+    }
+
+    /// `requested`, or `defaultLimit` when it is 0 (or negative), clamped to ``maximumLimit``.
+    public static func clampedLimit(_ requested: Int, default defaultLimit: Int) -> Int {
+        requested <= 0 ? min(defaultLimit, maximumLimit) : min(requested, maximumLimit)
+    }
+
+    // MARK: - Saving
+
+    /// Saves `record`: updates the entry with the same app and persistent
+    /// identifier, or creates one (always when the persistent identifier is
+    /// empty). Returns the entry's saved ID, the same one for every save of
+    /// the same (app, persistent identifier).
+    ///
+    /// When `countsAsUse`, the use count goes up by one, `lastUsed` becomes
+    /// `now` and the use is filed under `now`'s hour for time-of-day
+    /// affinity; otherwise only the content changes.
+    ///
+    /// One transaction; returns after the commit.
+    @discardableResult
+    public func save(_ record: SavedActivityRecord, at now: Int64, countsAsUse: Bool = true) throws -> String {
+        let encoded = try EncodedRecord(record)
+        let hour = hourOfDay(now)
+        return try connection.withLock { db throws(StoreError) in
+            try db.transaction { () throws(StoreError) in
+                try Self.upsert(db, encoded, now: now, hour: hour, countsAsUse: countsAsUse)
+            }
+        }
+    }
+
+    /// Saves many records in one transaction, each counted as one use at `now`
+    /// (bulk import, benchmarks). Returns the saved IDs in order.
+    @discardableResult
+    public func saveBatch(_ records: [SavedActivityRecord], at now: Int64) throws -> [String] {
+        let encoded = try records.map(EncodedRecord.init)
+        let hour = hourOfDay(now)
+        return try connection.withLock { db throws(StoreError) in
+            try db.transaction { () throws(StoreError) in
+                try encoded.map { record throws(StoreError) in
+                    try Self.upsert(db, record, now: now, hour: hour, countsAsUse: true)
+                }
+            }
+        }
+    }
+
+    /// A record with its blobs encoded outside the lock.
+    private struct EncodedRecord {
+        let record: SavedActivityRecord
+        let keywordList: [UInt8]
+        let properties: [UInt8]
+
+        init(_ record: SavedActivityRecord) throws(StoreError) {
+            self.record = record
+            do throws(CodecError) {
+                keywordList = try TypedValueCodec.encode(.stringArray(record.keywords))
+                properties = try TypedValueCodec.encode(record.properties)
+            } catch {
+                throw StoreError(function: "TypedValueCodec.encode", code: SQLITE_TOOBIG, message: error.description)
+            }
+        }
+    }
+
+    private static func upsert(_ db: SQLiteConnection, _ encoded: EncodedRecord, now: Int64, hour: Int,
+                               countsAsUse: Bool) throws(StoreError) -> String {
+        let record = encoded.record
+        struct Existing { var id: Int64; var savedID: String; var useCount: Int64; var hours: UseHours; var lastUsed: Int64 }
+        var existing: Existing?
+        if !record.persistentIdentifier.isEmpty {
+            existing = try db.withStatement("""
+                SELECT id, saved_id, use_count, use_hours, last_used FROM entries
+                WHERE app_id = ?1 AND persistent_id = ?2 AND persistent_id != ''
+                """) { statement throws(StoreError) -> Existing? in
+                try statement.bind(1, record.appID)
+                try statement.bind(2, record.persistentIdentifier)
+                guard try statement.step() else { return nil }
+                return Existing(id: statement.int64(0), savedID: statement.text(1), useCount: statement.int64(2),
+                                hours: statement.withBlob(3) { UseHours($0) }, lastUsed: statement.int64(4))
+            }
+        }
+        let keywordsText = record.keywords.joined(separator: "\n")
+
+        if var entry = existing {
+            if countsAsUse {
+                entry.useCount = min(entry.useCount + 1, Int64(UInt32.max))
+                entry.lastUsed = now
+                entry.hours.add(hour: hour)
+                // Move the entry to the end of rowid order (see Schema.version1):
+                // rowid order stays last-use order, which search relies on.
+                let maxID = try db.withStatement("SELECT max(id) FROM entries") { statement throws(StoreError) in
+                    try statement.step() ? statement.int64(0) : 0
+                }
+                if entry.id != maxID { entry.id = maxID + 1 }
+            }
+            try db.withStatement("""
+                UPDATE entries SET id = ?1, activity_type = ?2, title = ?3, content_description = ?4,
+                    keywords = ?5, keyword_list = ?6, webpage_url = ?7, eligible_search = ?8,
+                    eligible_prediction = ?9, expiration = ?10, phrase = ?11, properties = ?12,
+                    use_count = ?13, last_used = ?14, use_hours = ?15
+                WHERE saved_id = ?16
+                """) { statement throws(StoreError) in
+                try statement.bind(1, entry.id)
+                try statement.bind(2, record.activityType)
+                try statement.bind(3, record.title)
+                try statement.bind(4, record.contentDescription)
+                try statement.bind(5, keywordsText)
+                try statement.bind(6, encoded.keywordList)
+                try statement.bind(7, record.webpageURL)
+                try statement.bind(8, record.eligibleForSearch)
+                try statement.bind(9, record.eligibleForPrediction)
+                try statement.bind(10, record.expirationDate)
+                try statement.bind(11, record.suggestedInvocationPhrase)
+                try statement.bind(12, encoded.properties)
+                try statement.bind(13, entry.useCount)
+                try statement.bind(14, entry.lastUsed)
+                try statement.bind(15, entry.hours.bytes)
+                try statement.bind(16, entry.savedID)
+                try statement.run()
+            }
+            return entry.savedID
+        }
+
+        let savedID = newSavedID()
+        var hours = UseHours()
+        if countsAsUse { hours.add(hour: hour) }
+        try db.withStatement("""
+            INSERT INTO entries (saved_id, app_id, activity_type, persistent_id, title, content_description,
+                keywords, keyword_list, webpage_url, eligible_search, eligible_prediction, expiration, phrase,
+                properties, use_count, last_used, created, use_hours)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?16, ?17)
+            """) { statement throws(StoreError) in
+            try statement.bind(1, savedID)
+            try statement.bind(2, record.appID)
+            try statement.bind(3, record.activityType)
+            try statement.bind(4, record.persistentIdentifier)
+            try statement.bind(5, record.title)
+            try statement.bind(6, record.contentDescription)
+            try statement.bind(7, keywordsText)
+            try statement.bind(8, encoded.keywordList)
+            try statement.bind(9, record.webpageURL)
+            try statement.bind(10, record.eligibleForSearch)
+            try statement.bind(11, record.eligibleForPrediction)
+            try statement.bind(12, record.expirationDate)
+            try statement.bind(13, record.suggestedInvocationPhrase)
+            try statement.bind(14, encoded.properties)
+            try statement.bind(15, Int64(countsAsUse ? 1 : 0))
+            try statement.bind(16, now)
+            try statement.bind(17, hours.bytes)
+            try statement.run()
+        }
+        return savedID
+    }
+
+    /// 128 random bits as 32 lowercase hex digits: unguessable, so a saved ID
+    /// reveals nothing about other entries or about when it was made.
+    private static func newSavedID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let words = [generator.next() as UInt64, generator.next() as UInt64]
+        let digits = Array("0123456789abcdef")
+        var id = ""
+        id.reserveCapacity(32)
+        for word in words {
+            for shift in stride(from: 60, through: 0, by: -4) { id.append(digits[Int((word >> UInt64(shift)) & 0xF)]) }
+        }
+        return id
+    }
+
+    // MARK: - Reading
+
+    /// The columns ``readActivity(_:)`` expects, in order.
+    private static let activityColumns = """
+        saved_id, app_id, activity_type, persistent_id, title, content_description, keyword_list,
+        webpage_url, eligible_search, eligible_prediction, expiration, phrase, properties,
+        use_count, last_used, created
+        """
+
+    private static func readActivity(_ s: Statement) throws(StoreError) -> SavedActivity {
+        func decode(_ column: Int32) throws(StoreError) -> TypedValue {
+            try s.withBlob(column) { buffer throws(StoreError) in
+                do throws(CodecError) { return try TypedValueCodec.decode(buffer) } catch {
+                    throw StoreError(function: "TypedValueCodec.decode", code: SQLITE_CORRUPT,
+                                     message: "saved activity \(s.text(0)): \(error.description)")
+                }
+            }
+        }
+        let record = SavedActivityRecord(
+            appID: s.text(1), activityType: s.text(2), persistentIdentifier: s.text(3),
+            title: s.text(4), contentDescription: s.text(5),
+            keywords: try decode(6).stringArrayValue ?? [],
+            webpageURL: s.text(7), eligibleForSearch: s.int64(8) != 0, eligibleForPrediction: s.int64(9) != 0,
+            expirationDate: s.int64(10), suggestedInvocationPhrase: s.text(11), properties: try decode(12))
+        return SavedActivity(savedID: s.text(0), record: record,
+                             useCount: UInt32(clamping: s.int64(13)), lastUsed: s.int64(14), created: s.int64(15))
+    }
+
+    private static func load(_ db: SQLiteConnection, rowID: Int64) throws(StoreError) -> SavedActivity? {
+        try db.withStatement("SELECT \(activityColumns) FROM entries WHERE id = ?1") { statement throws(StoreError) in
+            try statement.bind(1, rowID)
+            return try statement.step() ? readActivity(statement) : nil
+        }
+    }
+
+    /// The entry with this saved ID, or `nil` when there is none or it has
+    /// expired at `now` (an expired entry is as good as deleted, even before
+    /// ``purgeExpired(now:)`` runs).
+    public func load(savedID: String, now: Int64) throws -> SavedActivity? {
+        try connection.withLock { db throws(StoreError) in
+            try db.withStatement("""
+                SELECT \(Self.activityColumns) FROM entries
+                WHERE saved_id = ?1 AND (expiration = 0 OR expiration > ?2)
+                """) { statement throws(StoreError) in
+                try statement.bind(1, savedID)
+                try statement.bind(2, now)
+                return try statement.step() ? Self.readActivity(statement) : nil
+            }
+        }
+    }
+
+    /// The number of entries (expired ones not yet purged included).
+    public func count() throws -> Int {
+        try connection.withLock { db throws(StoreError) in
+            try db.withStatement("SELECT count(*) FROM entries") { statement throws(StoreError) in
+                try statement.step() ? statement.int(0) : 0
+            }
+        }
+    }
+
+    /// The database's settings, for diagnostics and tests.
+    public func info() throws -> StoreInfo {
+        try connection.withLock { db throws(StoreError) in
+            let pages = Int(try db.pragma("page_count")) ?? 0
+            let pageSize = Int(try db.pragma("page_size")) ?? 0
+            return StoreInfo(journalMode: try db.pragma("journal_mode"),
+                             synchronous: Int(try db.pragma("synchronous")) ?? -1,
+                             foreignKeys: try db.pragma("foreign_keys") == "1",
+                             userVersion: Int(try db.pragma("user_version")) ?? 0,
+                             databaseBytes: pages * pageSize)
+        }
+    }
+
+    // MARK: - Search
+
+    /// Full-text search over search-eligible, unexpired entries, best first.
+    ///
+    /// Query semantics (the D-Bus contract): words are what FTS5's
+    /// `unicode61` tokenizer calls tokens (letters and digits, any script);
+    /// matching ignores case and diacritics (`cafe` finds `Café`); every word
+    /// must occur in the title, keywords or content description; only the last
+    /// word also matches as a prefix (search as you type). Any text is valid:
+    /// `OR`, `NOT`, `NEAR`, quotes, `*`, parentheses and colons are plain text.
+    /// A query without words returns `[]`. Only the first 64 words count.
+    ///
+    /// Ranking: `score = relevance × (1 + 2^(−age / 7 days))`, where `age` is
+    /// `now − lastUsed` (≥ 0), so a just-used entry counts up to twice as much
+    /// as an old one with the same relevance. `relevance` is BM25's
+    /// term-frequency part, summed over the three columns with weights title 3,
+    /// keywords 2, description 1:
+    /// `Σ w · h·(k1+1) / (h + k1·(1 − b + b·len/avgLen))`, k1 = 1.2, b = 0.75,
+    /// `h` the query-word occurrences in the column (from FTS5 `highlight()`),
+    /// `len` its length in words, `avgLen` 8, 8 and 24 words. BM25's IDF is
+    /// left out: every result contains every query word, so IDF would only
+    /// reweight words against each other, and computing it makes FTS5 walk
+    /// each word's whole posting list (2 ms for a word in all of 100 000
+    /// entries, 4 ms more for a prefix).
+    ///
+    /// Bounded work: candidates are the matching entries in last-use order
+    /// (FTS5 rowid order, see `Schema.version1`), at most
+    /// `min(max(4 × limit, 200), 1000)` of them; when more entries match, the
+    /// least recently used ones are not ranked. App and type filters run
+    /// inside the FTS5 query.
+    ///
+    /// - Parameters:
+    ///   - limit: 0 = 20; at most 200.
+    ///   - appID: only this app's entries, when given.
+    ///   - activityTypes: only these types, when not empty.
+    public func search(query: String, limit: Int, appID: String?, activityTypes: [String], now: Int64) throws -> [SearchHit] {
+        guard let expression = SearchQuery.matchExpression(for: query, appID: appID, activityTypes: activityTypes) else {
+            return []
+        }
+        let limit = Self.clampedLimit(limit, default: 20)
+        let candidateLimit = min(max(4 * limit, 200), 1000)
+        return try connection.withLock { db throws(StoreError) in
+            var candidates: [(rowID: Int64, score: Double, lastUsed: Int64)] = []
+            candidates.reserveCapacity(candidateLimit)
+            try db.withStatement("""
+                SELECT entries_fts.rowid,
+                    highlight(entries_fts, 0, char(1), char(2)),
+                    highlight(entries_fts, 1, char(1), char(2)),
+                    highlight(entries_fts, 2, char(1), char(2)),
+                    e.last_used
+                FROM entries_fts JOIN entries AS e ON e.id = entries_fts.rowid
+                WHERE entries_fts MATCH ?1 AND (e.expiration = 0 OR e.expiration > ?2)
+                ORDER BY entries_fts.rowid DESC
+                LIMIT ?3
+                """) { statement throws(StoreError) in
+                try statement.bind(1, expression)
+                try statement.bind(2, now)
+                try statement.bind(3, candidateLimit)
+                while try statement.step() {
+                    let relevance = Ranking.relevance(title: statement.text(1), keywords: statement.text(2),
+                                                      description: statement.text(3))
+                    let lastUsed = statement.int64(4)
+                    candidates.append((statement.int64(0), relevance * (1 + Ranking.recency(lastUsed: lastUsed, now: now)), lastUsed))
+                }
+            }
+            let best = candidates.sorted { $0.score != $1.score ? $0.score > $1.score : $0.rowID > $1.rowID }.prefix(limit)
+            var hits: [SearchHit] = []
+            hits.reserveCapacity(best.count)
+            for candidate in best {
+                if let activity = try Self.load(db, rowID: candidate.rowID) {
+                    hits.append(SearchHit(activity: activity, score: candidate.score))
+                }
+            }
+            return hits
+        }
+    }
+
+    // MARK: - Suggestions
+
+    /// At most this many entries are scored per suggestion call.
+    static let suggestionScanLimit = 5000
+
+    /// Prediction-eligible, unexpired entries ranked for suggestion, best first.
+    ///
+    /// `score = frequency × recency × affinity`:
+    /// - frequency `= 1 + log2(max(1, useCount))`: 1 use → 1, 2 → 2, 4 → 3,
+    ///   1024 → 11 (habits count, without one very frequent entry drowning the rest);
+    /// - recency `= 2^(−age / 7 days)`, `age = now − lastUsed` (≥ 0): halves every week;
+    /// - affinity `= 0.2 + 0.8 × share`, `share` = the fraction of the entry's
+    ///   past uses whose local hour (the hour in the time zone in effect at the
+    ///   time of use) is within ±1 h of now's local hour (a 3-hour window,
+    ///   wrapping at midnight); an entry with no recorded use gets the uniform
+    ///   share 3/24. Local time because habits follow the wall clock ("mail
+    ///   at 9"); the floor 0.2 keeps a strong habit from vanishing outside its hours.
+    ///
+    /// Bounded work: entries are read newest-use first through an index, and
+    /// the scan stops as soon as no further entry can beat the current
+    /// `limit`-th score (its bound is `(1 + log2(maxUseCount)) × recency`),
+    /// or after 5000 entries.
+    ///
+    /// - Parameters:
+    ///   - limit: 0 = 10; at most 200.
+    ///   - appID: only this app's entries, when given.
+    public func suggestions(limit: Int, appID: String?, now: Int64) throws -> [SuggestionHit] {
+        let limit = Self.clampedLimit(limit, default: 10)
+        let hourNow = hourOfDay(now)
+        return try connection.withLock { db throws(StoreError) in
+            let maxUseCount = try db.withStatement(
+                "SELECT max(use_count) FROM entries WHERE eligible_prediction = 1") { statement throws(StoreError) in
+                try statement.step() ? statement.int64(0) : 0
+            }
+            let maxFrequency = Ranking.frequency(useCount: maxUseCount)
+            let sql = appID == nil
+                ? """
+                  SELECT id, use_count, last_used, use_hours FROM entries INDEXED BY entries_for_prediction
+                  WHERE eligible_prediction = 1 AND (expiration = 0 OR expiration > ?1)
+                  ORDER BY last_used DESC
+                  """
+                : """
+                  SELECT id, use_count, last_used, use_hours FROM entries INDEXED BY entries_for_prediction_by_app
+                  WHERE eligible_prediction = 1 AND app_id = ?2 AND (expiration = 0 OR expiration > ?1)
+                  ORDER BY last_used DESC
+                  """
+            var best = TopK(capacity: limit)
+            try db.withStatement(sql) { statement throws(StoreError) in
+                try statement.bind(1, now)
+                if let appID { try statement.bind(2, appID) }
+                var scanned = 0
+                while scanned < Self.suggestionScanLimit, try statement.step() {
+                    scanned += 1
+                    let lastUsed = statement.int64(2)
+                    let recency = Ranking.recency(lastUsed: lastUsed, now: now)
+                    // Rows come newest first, so this bound only falls from here on.
+                    if best.isFull, maxFrequency * recency <= best.threshold { break }
+                    let hours = statement.withBlob(3) { UseHours($0) }
+                    let score = Ranking.frequency(useCount: statement.int64(1)) * recency
+                        * Ranking.affinity(hours: hours, hour: hourNow)
+                    best.insert(rowID: statement.int64(0), score: score)
+                }
+            }
+            var hits: [SuggestionHit] = []
+            for candidate in best.sorted() {
+                if let activity = try Self.load(db, rowID: candidate.rowID) {
+                    hits.append(SuggestionHit(activity: activity, score: candidate.score))
+                }
+            }
+            return hits
+        }
+    }
+
+    // MARK: - Deleting
+
+    /// Deletes `appID`'s entries with these persistent identifiers
+    /// (`""` matches nothing). Returns how many were deleted.
+    @discardableResult
+    public func delete(appID: String, persistentIdentifiers: [String]) throws -> Int {
+        try connection.withLock { db throws(StoreError) in
+            try db.transaction { () throws(StoreError) in
+                var deleted = 0
+                for identifier in Set(persistentIdentifiers) where !identifier.isEmpty {
+                    try db.withStatement("""
+                        DELETE FROM entries WHERE app_id = ?1 AND persistent_id = ?2 AND persistent_id != ''
+                        """) { statement throws(StoreError) in
+                        try statement.bind(1, appID)
+                        try statement.bind(2, identifier)
+                        try statement.run()
+                    }
+                    deleted += db.changes
+                }
+                return deleted
+            }
+        }
+    }
+
+    /// Deletes all of `appID`'s entries. Returns how many were deleted.
+    @discardableResult
+    public func deleteAll(appID: String) throws -> Int {
+        try run("DELETE FROM entries WHERE app_id = ?1", [.text(appID)])
+    }
+
+    /// Deletes every entry of every app (`ForgetAll`). Returns how many were deleted.
+    @discardableResult
+    public func deleteAll() throws -> Int {
+        try run("DELETE FROM entries", [])
+    }
+
+    /// Deletes the entry with this saved ID; `true` when there was one.
+    @discardableResult
+    public func delete(savedID: String) throws -> Bool {
+        try run("DELETE FROM entries WHERE saved_id = ?1", [.text(savedID)]) > 0
+    }
+
+    /// Deletes entries last used in `from..<to` (Unix µs; `ForgetRange`, and
+    /// retention with `from: .min`). Returns how many were deleted.
+    @discardableResult
+    public func delete(lastUsedFrom from: Int64, to: Int64) throws -> Int {
+        try run("DELETE FROM entries WHERE last_used >= ?1 AND last_used < ?2", [.integer(from), .integer(to)])
+    }
+
+    /// Keeps only `appID`'s `keeping` most recently used entries
+    /// (`MaxSavedPerApplication`). Returns how many were deleted.
+    @discardableResult
+    public func trim(appID: String, keeping: Int) throws -> Int {
+        try run("""
+            DELETE FROM entries WHERE app_id = ?1 AND id NOT IN
+                (SELECT id FROM entries WHERE app_id = ?1 ORDER BY last_used DESC, id DESC LIMIT ?2)
+            """, [.text(appID), .integer(Int64(max(0, keeping)))])
+    }
+
+    /// Deletes entries whose expiration date is at or before `now`. Returns how many.
+    @discardableResult
+    public func purgeExpired(now: Int64) throws -> Int {
+        try run("DELETE FROM entries WHERE expiration != 0 AND expiration <= ?1", [.integer(now)])
+    }
+
+    /// The earliest non-zero expiration date of any entry, for the daemon's
+    /// timer; `nil` when nothing expires. It can be in the past when
+    /// ``purgeExpired(now:)`` has not run since: purge right away then.
+    public func nextExpiration() throws -> Int64? {
+        try connection.withLock { db throws(StoreError) in
+            try db.withStatement("SELECT min(expiration) FROM entries WHERE expiration != 0") { statement throws(StoreError) in
+                guard try statement.step(), !statement.isNull(0) else { return nil }
+                return statement.int64(0)
+            }
+        }
+    }
+
+    /// Merges the full-text index's segments and updates the planner's
+    /// statistics; worth calling when idle after many writes.
+    public func optimize() throws {
+        try connection.withLock { db throws(StoreError) in
+            try db.execute("INSERT INTO entries_fts(entries_fts) VALUES ('optimize'); PRAGMA optimize;")
+        }
+    }
+
+    private enum Parameter: Sendable {
+        case text(String)
+        case integer(Int64)
+    }
+
+    /// Runs one DELETE in its own transaction and returns the rows it removed.
+    private func run(_ sql: String, _ parameters: [Parameter]) throws(StoreError) -> Int {
+        try connection.withLock { db throws(StoreError) in
+            try db.transaction { () throws(StoreError) in
+                try db.withStatement(sql) { statement throws(StoreError) in
+                    for (index, parameter) in parameters.enumerated() {
+                        switch parameter {
+                        case .text(let text): try statement.bind(Int32(index + 1), text)
+                        case .integer(let value): try statement.bind(Int32(index + 1), value)
+                        }
+                    }
+                    try statement.run()
+                }
+                return db.changes
+            }
+        }
+    }
+}
+
+// MARK: - Scoring helpers
+
+/// The formulas documented on `search` and `suggestions`.
+enum Ranking {
+    static let k1 = 1.2
+    static let b = 0.75
+
+    /// `2^(−age / half-life)`; 1 for a use at or after `now`.
+    static func recency(lastUsed: Int64, now: Int64) -> Double {
+        let age = max(0, Double(now) - Double(lastUsed))
+        return exp2(-age / ActivityStore.recencyHalfLife)
+    }
+
+    static func frequency(useCount: Int64) -> Double {
+        1 + log2(Double(max(1, useCount)))
+    }
+
+    static func affinity(hours: UseHours, hour: Int) -> Double {
+        let total = hours.total
+        guard total > 0 else { return 0.2 + 0.8 * 3 / 24 }
+        let window = hours[(hour + 23) % 24] + hours[hour % 24] + hours[(hour + 1) % 24]
+        return 0.2 + 0.8 * Double(window) / Double(total)
+    }
+
+    /// BM25's term-frequency part over the three highlighted columns.
+    static func relevance(title: String, keywords: String, description: String) -> Double {
+        column(title, weight: 3, averageLength: 8)
+            + column(keywords, weight: 2, averageLength: 8)
+            + column(description, weight: 1, averageLength: 24)
+    }
+
+    private static func column(_ highlighted: String, weight: Double, averageLength: Double) -> Double {
+        var hits = 0
+        for byte in highlighted.utf8 where byte == 1 { hits += 1 }
+        guard hits > 0 else { return 0 }
+        let length = Double(SearchQuery.wordCount(in: highlighted))
+        let h = Double(hits)
+        return weight * h * (k1 + 1) / (h + k1 * (1 - b + b * length / averageLength))
+    }
+}
+
+/// The 24-bucket histogram of use hours, stored as 24 little-endian UInt32.
+struct UseHours {
+    private(set) var counts = [UInt32](repeating: 0, count: 24)
+
+    init() {}
+
+    /// Reads a stored histogram; anything malformed reads as no uses.
+    init(_ buffer: UnsafeRawBufferPointer) {
+        guard buffer.count == 96 else { return }
+        for i in 0..<24 {
+            counts[i] = UInt32(buffer[4 * i]) | UInt32(buffer[4 * i + 1]) << 8
+                | UInt32(buffer[4 * i + 2]) << 16 | UInt32(buffer[4 * i + 3]) << 24
+        }
+    }
+
+    subscript(hour: Int) -> UInt32 { counts[hour] }
+
+    var total: UInt64 { counts.reduce(0) { $0 + UInt64($1) } }
+
+    mutating func add(hour: Int) {
+        let h = ((hour % 24) + 24) % 24
+        if counts[h] < UInt32.max { counts[h] += 1 }
+    }
+
+    var bytes: [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(96)
+        for count in counts { withUnsafeBytes(of: count.littleEndian) { bytes.append(contentsOf: $0) } }
+        return bytes
+    }
+}
+
+/// The best `capacity` (rowID, score) pairs seen so far.
+struct TopK {
+    let capacity: Int
+    private var items: [(rowID: Int64, score: Double)] = []
+
+    init(capacity: Int) { self.capacity = capacity }
+
+    var isFull: Bool { items.count >= capacity }
+    /// The lowest kept score (meaningful when full).
+    var threshold: Double { items.last?.score ?? -.infinity }
+
+    /// Keeps `items` sorted best first; capacity is at most 200, so insertion
+    /// into a sorted array beats a heap here.
+    mutating func insert(rowID: Int64, score: Double) {
+        if isFull, score <= threshold { return }
+        let index = items.firstIndex { score > $0.score } ?? items.count
+        items.insert((rowID, score), at: index)
+        if items.count > capacity { items.removeLast() }
+    }
+
+    func sorted() -> [(rowID: Int64, score: Double)] { items }
+}
+
+extension Int64 {
+    func floorDivided(by divisor: Int64) -> Int64 {
+        let q = self / divisor
+        return (self % divisor != 0 && (self < 0) != (divisor < 0)) ? q - 1 : q
+    }
+
+    func floorModulo(_ divisor: Int64) -> Int64 {
+        let r = self % divisor
+        return r < 0 ? r + divisor : r
+    }
+}

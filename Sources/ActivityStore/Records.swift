@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: Apache-2.0
+import TypedValues
+
+/// What the daemon saves: the saved copy of an activity (on Donate, or when
+/// an activity eligible for search or prediction becomes current).
+public struct SavedActivityRecord: Sendable, Equatable {
+    /// The owning app's desktop-file ID (`com.example.Editor`).
+    public var appID: String
+    public var activityType: String
+    /// The key of the saved copy within its app; `""` means none, and then
+    /// every save creates a new entry.
+    public var persistentIdentifier: String
+    public var title: String
+    public var contentDescription: String
+    public var keywords: [String]
+    /// `""` when unset.
+    public var webpageURL: String
+    public var eligibleForSearch: Bool
+    public var eligibleForPrediction: Bool
+    /// Unix time in microseconds; 0 = never expires.
+    public var expirationDate: Int64
+    public var suggestedInvocationPhrase: String
+    /// The saved copy's full `a{sv}` (with `user-info` already trimmed to the
+    /// required keys by the caller), stored losslessly and returned as given.
+    public var properties: TypedValue
+
+    public init(appID: String, activityType: String, persistentIdentifier: String = "",
+                title: String = "", contentDescription: String = "", keywords: [String] = [],
+                webpageURL: String = "", eligibleForSearch: Bool = false, eligibleForPrediction: Bool = false,
+                expirationDate: Int64 = 0, suggestedInvocationPhrase: String = "",
+                properties: TypedValue = .dictionary(keyType: "s", valueType: "v", [])) {
+        self.appID = appID
+        self.activityType = activityType
+        self.persistentIdentifier = persistentIdentifier
+        self.title = title
+        self.contentDescription = contentDescription
+        self.keywords = keywords
+        self.webpageURL = webpageURL
+        self.eligibleForSearch = eligibleForSearch
+        self.eligibleForPrediction = eligibleForPrediction
+        self.expirationDate = expirationDate
+        self.suggestedInvocationPhrase = suggestedInvocationPhrase
+        self.properties = properties
+    }
+}
+
+/// A stored entry: the record plus its identity and usage.
+///
+/// The record's fields read directly through dynamic member lookup
+/// (`activity.title`, `activity.appID`).
+@dynamicMemberLookup
+public struct SavedActivity: Sendable, Equatable {
+    /// 32 lowercase hex digits (128 random bits); stable for an
+    /// (app, persistent identifier) pair across updates and restarts.
+    public var savedID: String
+    public var record: SavedActivityRecord
+    /// Uses counted so far (saturates at `UInt32.max`).
+    public var useCount: UInt32
+    /// Unix µs of the last counted use (of the creation, before any use).
+    public var lastUsed: Int64
+    /// Unix µs of the first save.
+    public var created: Int64
+
+    public init(savedID: String, record: SavedActivityRecord, useCount: UInt32, lastUsed: Int64, created: Int64) {
+        self.savedID = savedID
+        self.record = record
+        self.useCount = useCount
+        self.lastUsed = lastUsed
+        self.created = created
+    }
+
+    public subscript<T>(dynamicMember keyPath: KeyPath<SavedActivityRecord, T>) -> T {
+        record[keyPath: keyPath]
+    }
+}
+
+/// One search result; ``score`` is higher for better matches (see
+/// ``ActivityStore/search(query:limit:appID:activityTypes:now:)``).
+public struct SearchHit: Sendable, Equatable {
+    public var activity: SavedActivity
+    public var score: Double
+
+    public init(activity: SavedActivity, score: Double) {
+        self.activity = activity
+        self.score = score
+    }
+}
+
+/// One suggestion; ``score`` is higher for better suggestions (see
+/// ``ActivityStore/suggestions(limit:appID:now:)``).
+public struct SuggestionHit: Sendable, Equatable {
+    public var activity: SavedActivity
+    public var score: Double
+
+    public init(activity: SavedActivity, score: Double) {
+        self.activity = activity
+        self.score = score
+    }
+}
+
+/// Settings of the open database, for diagnostics and tests.
+public struct StoreInfo: Sendable, Equatable {
+    /// `wal` for a file database, `memory` for ``ActivityStore/inMemory(hourOfDay:)``.
+    public var journalMode: String
+    /// `1` = NORMAL.
+    public var synchronous: Int
+    public var foreignKeys: Bool
+    /// The schema version (`PRAGMA user_version`).
+    public var userVersion: Int
+    /// Size of the main database file's content in bytes (page count × page size),
+    /// not counting the WAL.
+    public var databaseBytes: Int
+}

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: Apache-2.0
+import CSQLite
+
+/// The database layout and its upgrades.
+///
+/// Why `PRAGMA user_version` and an ordered list: the file lives for years in
+/// the user's state directory and is opened by whatever version of the
+/// daemon is installed next. Each migration runs exactly once, in order, in
+/// its own transaction together with the version bump, so a crash or a full
+/// disk during an upgrade leaves the previous, consistent schema (never a
+/// half-migrated one), and the next start simply retries. Shipped migrations
+/// are never edited, only appended. A file from a newer daemon (version above
+/// what we know) is refused rather than "downgraded".
+enum Schema {
+    /// Index `i` upgrades a database from `user_version` `i` to `i + 1`.
+    static let migrations: [String] = [version1]
+
+    static var currentVersion: Int { migrations.count }
+
+    /// Version 1.
+    ///
+    /// - `entries.id` is the FTS rowid and is *reassigned* (to max + 1) each
+    ///   time an entry is used, so rowid order is last-use order. That lets a
+    ///   search walk FTS5 matches newest-first (`ORDER BY rowid DESC LIMIT n`,
+    ///   which FTS5 does lazily) instead of ranking every match. The stable
+    ///   public handle is `saved_id`.
+    /// - `use_hours` is a 24-bucket histogram (24 × UInt32, little-endian) of
+    ///   the local hour of each use, for time-of-day affinity. Chosen over a
+    ///   uses table: constant size per entry, updated in the same row write,
+    ///   read with the row during a suggestion scan (no join, no pruning job),
+    ///   and it holds exactly what the score needs; it does not record when
+    ///   each use happened, which the score does not use.
+    /// - `keywords` is the keyword list joined with newlines (what FTS5
+    ///   indexes); `keyword_list` is the exact list (codec-encoded `as`).
+    /// - `scope` is a virtual column of two FTS tokens, `A<hex app id>` and
+    ///   `T<hex activity type>`: filtering by app and type then happens inside
+    ///   the FTS5 query (doclist intersection, still newest-first) instead of
+    ///   after it, so a confined app searching a common word stays fast.
+    /// - The FTS5 table is external-content (`content='entries'`), kept in
+    ///   sync by triggers that index only search-eligible rows; a
+    ///   `'rebuild'` can always regenerate it from `entries`.
+    /// - `prefix='1 2 3'`: one- to three-letter prefixes expand to thousands
+    ///   of terms (30 ms at 100k entries without an index, 2.5 ms with);
+    ///   longer prefixes expand to few terms. Each prefix length costs about
+    ///   the size of the main index, so more are not worth it.
+    static let version1 = """
+        CREATE TABLE entries (
+            id INTEGER PRIMARY KEY,
+            saved_id TEXT NOT NULL UNIQUE,
+            app_id TEXT NOT NULL,
+            activity_type TEXT NOT NULL,
+            persistent_id TEXT NOT NULL,
+            title TEXT NOT NULL,
+            content_description TEXT NOT NULL,
+            keywords TEXT NOT NULL,
+            keyword_list BLOB NOT NULL,
+            webpage_url TEXT NOT NULL,
+            eligible_search INTEGER NOT NULL CHECK (eligible_search IN (0, 1)),
+            eligible_prediction INTEGER NOT NULL CHECK (eligible_prediction IN (0, 1)),
+            expiration INTEGER NOT NULL,
+            phrase TEXT NOT NULL,
+            properties BLOB NOT NULL,
+            use_count INTEGER NOT NULL CHECK (use_count >= 0),
+            last_used INTEGER NOT NULL,
+            created INTEGER NOT NULL,
+            use_hours BLOB NOT NULL,
+            scope TEXT GENERATED ALWAYS AS ('A' || hex(app_id) || ' T' || hex(activity_type)) VIRTUAL
+        ) STRICT;
+
+        CREATE UNIQUE INDEX entries_by_persistent_id ON entries(app_id, persistent_id) WHERE persistent_id != '';
+        CREATE INDEX entries_by_app ON entries(app_id, last_used);
+        CREATE INDEX entries_for_prediction ON entries(last_used) WHERE eligible_prediction = 1;
+        CREATE INDEX entries_for_prediction_by_app ON entries(app_id, last_used) WHERE eligible_prediction = 1;
+        CREATE INDEX entries_by_use_count ON entries(use_count) WHERE eligible_prediction = 1;
+        CREATE INDEX entries_by_expiration ON entries(expiration) WHERE expiration != 0;
+
+        CREATE VIRTUAL TABLE entries_fts USING fts5(
+            title, keywords, content_description, scope,
+            content = 'entries', content_rowid = 'id',
+            tokenize = "unicode61 remove_diacritics 2",
+            prefix = '1 2 3'
+        );
+
+        CREATE TRIGGER entries_fts_insert AFTER INSERT ON entries WHEN new.eligible_search = 1 BEGIN
+            INSERT INTO entries_fts(rowid, title, keywords, content_description, scope)
+            VALUES (new.id, new.title, new.keywords, new.content_description, new.scope);
+        END;
+
+        CREATE TRIGGER entries_fts_delete AFTER DELETE ON entries WHEN old.eligible_search = 1 BEGIN
+            INSERT INTO entries_fts(entries_fts, rowid, title, keywords, content_description, scope)
+            VALUES ('delete', old.id, old.title, old.keywords, old.content_description, old.scope);
+        END;
+
+        CREATE TRIGGER entries_fts_update
+        AFTER UPDATE OF id, title, keywords, content_description, app_id, activity_type, eligible_search ON entries
+        WHEN old.id != new.id OR old.eligible_search != new.eligible_search
+            OR old.title != new.title OR old.keywords != new.keywords
+            OR old.content_description != new.content_description
+            OR old.app_id != new.app_id OR old.activity_type != new.activity_type
+        BEGIN
+            INSERT INTO entries_fts(entries_fts, rowid, title, keywords, content_description, scope)
+            SELECT 'delete', old.id, old.title, old.keywords, old.content_description, old.scope
+            WHERE old.eligible_search = 1;
+            INSERT INTO entries_fts(rowid, title, keywords, content_description, scope)
+            SELECT new.id, new.title, new.keywords, new.content_description, new.scope
+            WHERE new.eligible_search = 1;
+        END;
+        """
+
+    /// Brings the database to ``currentVersion``, one transaction per step.
+    static func migrate(_ db: SQLiteConnection) throws(StoreError) {
+        while true {
+            let applied: Bool = try db.transaction { () throws(StoreError) -> Bool in
+                // Read inside the write transaction: another process opening the
+                // same file at the same moment cannot apply the same step twice.
+                let version = Int(try db.pragma("user_version")) ?? 0
+                guard version <= currentVersion else {
+                    throw StoreError(function: "ActivityStore.migrate", code: SQLITE_CANTOPEN,
+                                     message: "the database has schema version \(version), newer than the \(currentVersion) this build knows; refusing to use it")
+                }
+                guard version < currentVersion else { return false }
+                try db.execute(migrations[version])
+                try db.execute("PRAGMA user_version = \(version + 1)")
+                return true
+            }
+            if !applied { return }
+        }
+    }
+}

@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: Apache-2.0
+// What Swift cannot take from GLib/GIO directly.
+#pragma once
+#include <glib.h>
+#include <glib-unix.h>
+#include <gio/gio.h>
+#include <gio/gdesktopappinfo.h>
+
+// G_SOURCE_CONTINUE/REMOVE and TRUE/FALSE are macros.
+static const gboolean CGLIB_SOURCE_CONTINUE = G_SOURCE_CONTINUE;
+static const gboolean CGLIB_SOURCE_REMOVE = G_SOURCE_REMOVE;
+static const gboolean CGLIB_TRUE = TRUE;
+static const gboolean CGLIB_FALSE = FALSE;
+
+// g_signal_connect is a macro over g_signal_connect_data.
+static inline gulong cglib_signal_connect(gpointer instance, const gchar *signal,
+                                          GCallback handler, gpointer data,
+                                          GClosureNotify destroy) {
+    return g_signal_connect_data(instance, signal, handler, data, destroy, (GConnectFlags)0);
+}

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: Apache-2.0
+import CDBus
+import TypedValues
+
+/// A private libdbus connection; closed and released in `deinit`.
+///
+/// Private connections are used throughout because a shared one would let
+/// another library in the process change how it is dispatched.
+///
+/// ```swift
+/// let bus = try Connection.session()
+/// let reply = try bus.call(.methodCall(destination: "org.freedesktop.DBus",
+///     path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "GetId"))
+/// ```
+public final class Connection: @unchecked Sendable {
+    let pointer: OpaquePointer
+    private var handlerBoxes: [AnyObject] = []
+
+    private init(pointer: OpaquePointer) {
+        self.pointer = pointer
+        // A lost bus must not take the process down (tests, benchmarks); callers decide.
+        dbus_connection_set_exit_on_disconnect(pointer, CDBUS_FALSE)
+    }
+
+    deinit {
+        if dbus_connection_get_is_connected(pointer) != 0 { dbus_connection_close(pointer) }
+        dbus_connection_unref(pointer)
+    }
+
+    /// The session bus named by `DBUS_SESSION_BUS_ADDRESS`.
+    public static func session() throws(DBusFailure) -> Connection {
+        let raw = try dbusCall("dbus_bus_get_private") { dbus_bus_get_private(DBUS_BUS_SESSION, $0) }
+        return Connection(pointer: raw)
+    }
+
+    /// A bus at `address`, registered with the bus daemon (`Hello`).
+    public static func bus(address: String) throws(DBusFailure) -> Connection {
+        let raw = try dbusCall("dbus_connection_open_private") { dbus_connection_open_private(address, $0) }
+        let connection = Connection(pointer: raw)
+        try dbusCall("dbus_bus_register") { error -> Bool? in dbus_bus_register(raw, error) != 0 ? true : nil }
+        return connection
+    }
+
+    public var uniqueName: String {
+        dbus_bus_get_unique_name(pointer).map { String(cString: $0) } ?? ""
+    }
+
+    public var isConnected: Bool { dbus_connection_get_is_connected(pointer) != 0 }
+
+    public func close() { dbus_connection_close(pointer) }
+
+    // MARK: Names and matches
+
+    public enum RequestNameReply: Sendable, Equatable {
+        case primaryOwner, inQueue, exists, alreadyOwner
+    }
+
+    /// Requests a well-known name; `replace` takes it from an owner that allows it.
+    public func requestName(_ name: String, allowReplacement: Bool = true, replace: Bool = false,
+                            queue: Bool = false) throws(DBusFailure) -> RequestNameReply {
+        var flags: UInt32 = 0
+        if allowReplacement { flags |= UInt32(DBUS_NAME_FLAG_ALLOW_REPLACEMENT) }
+        if replace { flags |= UInt32(DBUS_NAME_FLAG_REPLACE_EXISTING) }
+        if !queue { flags |= UInt32(DBUS_NAME_FLAG_DO_NOT_QUEUE) }
+        let result = try dbusCall("dbus_bus_request_name") { error -> Int32? in
+            let reply = dbus_bus_request_name(pointer, name, flags, error)
+            return reply < 0 ? nil : reply
+        }
+        switch result {
+        case DBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER: return .primaryOwner
+        case DBUS_REQUEST_NAME_REPLY_IN_QUEUE: return .inQueue
+        case DBUS_REQUEST_NAME_REPLY_ALREADY_OWNER: return .alreadyOwner
+        default: return .exists
+        }
+    }
+
+    public func addMatch(_ rule: String) throws(DBusFailure) {
+        try dbusCall("dbus_bus_add_match") { error -> Bool? in
+            dbus_bus_add_match(pointer, rule, error)
+            return true
+        }
+    }
+
+    // MARK: Sending
+
+    /// Queues a message; returns false when libdbus is out of memory.
+    @discardableResult
+    public func send(_ message: Message) -> Bool {
+        dbus_connection_send(pointer, message.pointer, nil) != 0
+    }
+
+    public func flush() { dbus_connection_flush(pointer) }
+
+    /// Sends and waits for the reply, reading the connection meanwhile.
+    /// For clients, tests and benchmarks; the daemon uses ``callAsync(_:timeoutMilliseconds:completion:)``.
+    public func call(_ message: Message, timeoutMilliseconds: Int32 = 25_000) throws(DBusFailure) -> Message {
+        let raw = try dbusCall("dbus_connection_send_with_reply_and_block") {
+            dbus_connection_send_with_reply_and_block(pointer, message.pointer, timeoutMilliseconds, $0)
+        }
+        return Message(takingOwnershipOf: raw)
+    }
+
+    /// Sends and calls `completion` from the dispatching loop with the reply
+    /// (an error reply arrives as a failure).
+    public func callAsync(_ message: Message, timeoutMilliseconds: Int32,
+                          completion: @escaping (Result<Message, DBusFailure>) -> Void) {
+        var pending: OpaquePointer?
+        guard dbus_connection_send_with_reply(pointer, message.pointer, &pending, timeoutMilliseconds) != 0,
+              let pending
+        else {
+            completion(.failure(DBusFailure(name: "org.freedesktop.DBus.Error.Disconnected",
+                                            message: "the connection is closed", function: "dbus_connection_send_with_reply")))
+            return
+        }
+        let box = Unmanaged.passRetained(PendingCompletion(completion)).toOpaque()
+        let set = dbus_pending_call_set_notify(pending, { pendingCall, data in
+            let completion = Unmanaged<PendingCompletion>.fromOpaque(data!).takeUnretainedValue()
+            guard let raw = dbus_pending_call_steal_reply(pendingCall) else {
+                completion.run(.failure(DBusFailure(name: "org.freedesktop.DBus.Error.NoReply", message: "no reply")))
+                return
+            }
+            let reply = Message(takingOwnershipOf: raw)
+            if reply.kind == .error {
+                let text = (try? reply.arguments())?.first?.stringValue ?? ""
+                completion.run(.failure(DBusFailure(name: reply.errorName ?? DBusFailure.failed, message: text)))
+            } else {
+                completion.run(.success(reply))
+            }
+        }, box, { raw in if let raw { Unmanaged<PendingCompletion>.fromOpaque(raw).release() } })
+        if set == 0 {
+            Unmanaged<PendingCompletion>.fromOpaque(box).release()
+            completion(.failure(DBusFailure(name: DBusFailure.noMemory, message: "out of memory",
+                                            function: "dbus_pending_call_set_notify")))
+        }
+        dbus_pending_call_unref(pending)
+    }
+
+    /// Reads, writes and dispatches once; false when disconnected. For simple clients.
+    @discardableResult
+    public func readWriteDispatch(timeoutMilliseconds: Int32) -> Bool {
+        dbus_connection_read_write_dispatch(pointer, timeoutMilliseconds) != 0
+    }
+
+    // MARK: Receiving
+
+    /// Every incoming message passes `filter` first; return true when it was handled.
+    public func addFilter(_ filter: @escaping (Message) -> Bool) throws(DBusFailure) {
+        let box = MessageHandlerBox(filter)
+        handlerBoxes.append(box)
+        let added = dbus_connection_add_filter(pointer, { _, message, data in
+            let handler = Unmanaged<MessageHandlerBox>.fromOpaque(data!).takeUnretainedValue()
+            return handler.handle(message!) ? DBUS_HANDLER_RESULT_HANDLED : DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+        }, Unmanaged.passUnretained(box).toOpaque(), nil)
+        try dbusRequireMemory(added, "dbus_connection_add_filter")
+    }
+
+    /// Routes method calls on `path` and below to `handler`; libdbus answers
+    /// `Introspect` on the parent nodes itself, so `busctl tree` works.
+    public func registerFallback(path: String, handler: @escaping (Message) -> Bool) throws(DBusFailure) {
+        let box = MessageHandlerBox(handler)
+        var vtable = DBusObjectPathVTable()
+        vtable.message_function = { _, message, data in
+            let handler = Unmanaged<MessageHandlerBox>.fromOpaque(data!).takeUnretainedValue()
+            return handler.handle(message!) ? DBUS_HANDLER_RESULT_HANDLED : DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+        }
+        vtable.unregister_function = { _, data in
+            if let data { Unmanaged<MessageHandlerBox>.fromOpaque(data).release() }
+        }
+        let retained = Unmanaged.passRetained(box).toOpaque()
+        do {
+            try dbusCall("dbus_connection_try_register_fallback") { error -> Bool? in
+                dbus_connection_try_register_fallback(pointer, path, &vtable, retained, error) != 0 ? true : nil
+            }
+        } catch {
+            Unmanaged<MessageHandlerBox>.fromOpaque(retained).release()
+            throw error
+        }
+    }
+
+    /// Sets how large an incoming message may be (the bus enforces its own limit too).
+    public func setMaximumMessageSize(_ bytes: Int) {
+        dbus_connection_set_max_message_size(pointer, bytes)
+    }
+}
+
+final class PendingCompletion {
+    private let completion: (Result<Message, DBusFailure>) -> Void
+    init(_ completion: @escaping (Result<Message, DBusFailure>) -> Void) { self.completion = completion }
+    func run(_ result: Result<Message, DBusFailure>) { completion(result) }
+}
+
+final class MessageHandlerBox {
+    private let handler: (Message) -> Bool
+    init(_ handler: @escaping (Message) -> Bool) { self.handler = handler }
+    func handle(_ raw: OpaquePointer) -> Bool { handler(Message(retaining: raw)) }
+}

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: Apache-2.0
+import CDBus
+import TypedValues
+
+/// One D-Bus message; owns a libdbus reference and drops it in `deinit`.
+///
+/// ```swift
+/// let call = Message.methodCall(destination: "org.example.UserActivity",
+///                               path: "/org/example/UserActivity",
+///                               interface: "org.example.UserActivity", member: "CreateActivity")
+/// try call.append([.string("com.example.Editor.edit"), .stringVariantDictionary([])])
+/// ```
+public final class Message: @unchecked Sendable {
+    public enum Kind: Sendable, Equatable {
+        case methodCall, methodReturn, error, signal, invalid
+    }
+
+    let pointer: OpaquePointer
+
+    /// Takes over a reference the caller owns.
+    init(takingOwnershipOf pointer: OpaquePointer) {
+        self.pointer = pointer
+    }
+
+    /// Adds a reference of its own.
+    init(retaining pointer: OpaquePointer) {
+        self.pointer = dbus_message_ref(pointer)
+    }
+
+    deinit { dbus_message_unref(pointer) }
+
+    // MARK: Constructors
+
+    public static func methodCall(destination: String?, path: String, interface: String?, member: String) -> Message {
+        Message(takingOwnershipOf: dbus_message_new_method_call(destination, path, interface, member))
+    }
+
+    public static func signal(path: String, interface: String, member: String) -> Message {
+        Message(takingOwnershipOf: dbus_message_new_signal(path, interface, member))
+    }
+
+    /// A method return for `call`, optionally with arguments.
+    public static func methodReturn(to call: Message, _ values: [TypedValue] = []) throws(DBusFailure) -> Message {
+        let reply = Message(takingOwnershipOf: dbus_message_new_method_return(call.pointer))
+        try reply.append(values)
+        return reply
+    }
+
+    /// An error reply for `call`.
+    public static func error(to call: Message, name: String, message: String) -> Message {
+        Message(takingOwnershipOf: dbus_message_new_error(call.pointer, name, message))
+    }
+
+    // MARK: Header fields
+
+    public var kind: Kind {
+        switch dbus_message_get_type(pointer) {
+        case DBUS_MESSAGE_TYPE_METHOD_CALL: return .methodCall
+        case DBUS_MESSAGE_TYPE_METHOD_RETURN: return .methodReturn
+        case DBUS_MESSAGE_TYPE_ERROR: return .error
+        case DBUS_MESSAGE_TYPE_SIGNAL: return .signal
+        default: return .invalid
+        }
+    }
+
+    public var path: String? { dbus_message_get_path(pointer).map { String(cString: $0) } }
+    public var interface: String? { dbus_message_get_interface(pointer).map { String(cString: $0) } }
+    public var member: String? { dbus_message_get_member(pointer).map { String(cString: $0) } }
+    public var errorName: String? { dbus_message_get_error_name(pointer).map { String(cString: $0) } }
+    public var sender: String? { dbus_message_get_sender(pointer).map { String(cString: $0) } }
+    public var destination: String? { dbus_message_get_destination(pointer).map { String(cString: $0) } }
+    public var signature: String { dbus_message_get_signature(pointer).map { String(cString: $0) } ?? "" }
+    public var serial: UInt32 { dbus_message_get_serial(pointer) }
+    public var replySerial: UInt32 { dbus_message_get_reply_serial(pointer) }
+
+    public var expectsReply: Bool {
+        get { dbus_message_get_no_reply(pointer) == 0 }
+        set { dbus_message_set_no_reply(pointer, newValue ? 0 : 1) }
+    }
+
+    public var allowsAutoStart: Bool {
+        get { dbus_message_get_auto_start(pointer) != 0 }
+        set { dbus_message_set_auto_start(pointer, newValue ? 1 : 0) }
+    }
+
+    /// Compares the path without building a Swift string.
+    public func hasPath(_ candidate: String) -> Bool {
+        dbus_message_has_path(pointer, candidate) != 0
+    }
+
+    // MARK: Body
+
+    /// Decodes every argument of the body.
+    public func arguments() throws(DBusFailure) -> [TypedValue] {
+        var iterator = DBusMessageIter()
+        guard dbus_message_iter_init(pointer, &iterator) != 0 else { return [] }
+        return try MessageReader.readAll(&iterator)
+    }
+
+    /// Appends arguments to the body.
+    public func append(_ values: [TypedValue]) throws(DBusFailure) {
+        guard !values.isEmpty else { return }
+        var iterator = DBusMessageIter()
+        dbus_message_iter_init_append(pointer, &iterator)
+        for value in values { try MessageWriter.write(value, to: &iterator) }
+    }
+
+    /// The number of body bytes libdbus marshalled (from the fixed header).
+    public func marshalledBodyLength() throws(DBusFailure) -> Int {
+        var bytes: UnsafeMutablePointer<CChar>?
+        var length: Int32 = 0
+        try dbusRequireMemory(dbus_message_marshal(pointer, &bytes, &length), "dbus_message_marshal")
+        defer { dbus_free(bytes) }
+        guard let bytes, length >= 8 else { return 0 }
+        let raw = UnsafeRawPointer(bytes)
+        let littleEndian = raw.load(as: UInt8.self) == UInt8(ascii: "l")
+        let stored = raw.loadUnaligned(fromByteOffset: 4, as: UInt32.self)
+        return Int(littleEndian ? UInt32(littleEndian: stored) : UInt32(bigEndian: stored))
+    }
+}

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: Apache-2.0
+import CGLib
+
+/// A `GMainLoop` on a `GMainContext`, with Swift closures as sources.
+///
+/// Everything attached to one loop runs on the thread that runs it, so the
+/// service needs no locks: handlers, timers and signal callbacks take turns.
+///
+/// ```swift
+/// let loop = MainLoop()
+/// let stop = loop.onUnixSignal(SIGTERM) { loop.quit() }
+/// loop.run()
+/// ```
+public final class MainLoop {
+    /// The `GMainContext*` the loop runs (never nil: the global default is used explicitly).
+    public let context: OpaquePointer
+    private let loop: OpaquePointer
+
+    /// A loop on `context`, or on the global default context.
+    public init(context: OpaquePointer? = nil) {
+        let chosen = context ?? g_main_context_default()!
+        self.context = g_main_context_ref(chosen)
+        self.loop = g_main_loop_new(chosen, CGLIB_FALSE)
+    }
+
+    /// A loop on a new context of its own (for a loop on another thread, or a test).
+    public static func withNewContext() -> MainLoop {
+        let context = g_main_context_new()!
+        defer { g_main_context_unref(context) }
+        return MainLoop(context: context)
+    }
+
+    deinit {
+        g_main_loop_unref(loop)
+        g_main_context_unref(context)
+    }
+
+    public func run() { g_main_loop_run(loop) }
+    public func quit() { g_main_loop_quit(loop) }
+    public var isRunning: Bool { g_main_loop_is_running(loop) != 0 }
+
+    /// Runs one iteration; returns whether anything was dispatched.
+    @discardableResult
+    public func iterate(mayBlock: Bool) -> Bool {
+        g_main_context_iteration(context, mayBlock ? CGLIB_TRUE : CGLIB_FALSE) != 0
+    }
+
+    /// Makes this loop's context the thread-default while `body` runs (GIO
+    /// objects created inside attach their sources to it).
+    public func withThreadDefault<T>(_ body: () throws -> T) rethrows -> T {
+        g_main_context_push_thread_default(context)
+        defer { g_main_context_pop_thread_default(context) }
+        return try body()
+    }
+
+    /// Calls `action` once after `milliseconds`.
+    @discardableResult
+    public func after(milliseconds: UInt32, _ action: @escaping () -> Void) -> GLibSource {
+        attach(g_timeout_source_new(milliseconds)) { action(); return false }
+    }
+
+    /// Calls `action` every `milliseconds` until it returns false or the source is cancelled.
+    @discardableResult
+    public func every(milliseconds: UInt32, _ action: @escaping () -> Bool) -> GLibSource {
+        attach(g_timeout_source_new(milliseconds), action)
+    }
+
+    /// Calls `action` once when the loop is idle.
+    @discardableResult
+    public func idle(priority: Int32 = G_PRIORITY_DEFAULT, _ action: @escaping () -> Void) -> GLibSource {
+        let source = g_idle_source_new()!
+        g_source_set_priority(source, priority)
+        return attach(source) { action(); return false }
+    }
+
+    /// Calls `action` on the loop's thread whenever `signal` arrives (SIGTERM, SIGINT, SIGHUP…).
+    @discardableResult
+    public func onUnixSignal(_ signal: Int32, _ action: @escaping () -> Void) -> GLibSource {
+        attach(g_unix_signal_source_new(signal)) { action(); return true }
+    }
+
+    /// Calls `action` when `fd` has one of `condition` (G_IO_IN etc.); return false to stop.
+    @discardableResult
+    public func onFileDescriptor(_ fd: Int32, condition: GIOCondition,
+                                 _ action: @escaping (GIOCondition) -> Bool) -> GLibSource {
+        let source = g_unix_fd_source_new(fd, condition)!
+        let box = Unmanaged.passRetained(FDCallbackBox(action)).toOpaque()
+        let callback: GUnixFDSourceFunc = { _, condition, data in
+            Unmanaged<FDCallbackBox>.fromOpaque(data!).takeUnretainedValue().action(condition)
+                ? CGLIB_SOURCE_CONTINUE : CGLIB_SOURCE_REMOVE
+        }
+        g_source_set_callback(source, unsafeBitCast(callback, to: GSourceFunc.self), box) { raw in
+            if let raw { Unmanaged<FDCallbackBox>.fromOpaque(raw).release() }
+        }
+        return GLibSource(attaching: source, to: context)
+    }
+
+    private func attach(_ source: UnsafeMutablePointer<GSource>, _ action: @escaping () -> Bool) -> GLibSource {
+        let box = Unmanaged.passRetained(CallbackBox(action)).toOpaque()
+        g_source_set_callback(source, { data in
+            Unmanaged<CallbackBox>.fromOpaque(data!).takeUnretainedValue().action()
+                ? CGLIB_SOURCE_CONTINUE : CGLIB_SOURCE_REMOVE
+        }, box) { raw in
+            if let raw { Unmanaged<CallbackBox>.fromOpaque(raw).release() }
+        }
+        return GLibSource(attaching: source, to: context)
+    }
+}
+
+/// An attached `GSource`; cancelled when cancelled explicitly or released.
+public final class GLibSource {
+    private let source: UnsafeMutablePointer<GSource>
+
+    /// Takes over the caller's reference to `source` and attaches it.
+    init(attaching source: UnsafeMutablePointer<GSource>, to context: OpaquePointer) {
+        self.source = source
+        g_source_attach(source, context)
+    }
+
+    /// Stops the source; further callbacks never run.
+    public func cancel() {
+        if g_source_is_destroyed(source) == 0 { g_source_destroy(source) }
+    }
+
+    public var isActive: Bool { g_source_is_destroyed(source) == 0 }
+
+    deinit {
+        cancel()
+        g_source_unref(source)
+    }
+}
+
+final class CallbackBox {
+    let action: () -> Bool
+    init(_ action: @escaping () -> Bool) { self.action = action }
+}
+
+final class FDCallbackBox {
+    let action: (GIOCondition) -> Bool
+    init(_ action: @escaping (GIOCondition) -> Bool) { self.action = action }
+}
+
+/// Wall-clock time in microseconds since the Unix epoch (`g_get_real_time`).
+public func currentTimeMicroseconds() -> Int64 { Int64(g_get_real_time()) }

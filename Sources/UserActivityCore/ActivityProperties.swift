@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: Apache-2.0
+import TypedValues
+
+/// The limits of the spec, in one place so tests and messages agree.
+public struct ActivityLimits: Sendable {
+    public var maximumUserInfoBytes = 64 * 1024
+    public var maximumContentAttributesBytes = 64 * 1024
+    public var maximumTitleBytes = 1024
+    public var maximumKeywordBytes = 1024
+    public var maximumKeywords = 64
+    /// Any other text field (descriptions, URLs, identifiers, phrases).
+    public var maximumTextBytes = 64 * 1024
+    public var maximumLiveActivitiesPerConnection = 256
+    /// A session-wide cap so that many connections cannot exhaust memory.
+    public var maximumLiveActivities = 8192
+
+    public init() {}
+    public static let standard = ActivityLimits()
+}
+
+/// The data of one activity (everything but its type, owner and current flag).
+public struct ActivityProperties: Sendable, Equatable {
+    public var title = ""
+    /// In insertion order; keys are unique.
+    public var userInfo: [(key: String, value: TypedValue)] = []
+    public var requiredUserInfoKeys: [String] = []
+    public var keywords: [String] = []
+    public var contentDescription = ""
+    public var contentAttributes: [(key: String, value: TypedValue)] = []
+    public var webpageURL = ""
+    public var referrerURL = ""
+    public var targetContentIdentifier = ""
+    public var persistentIdentifier = ""
+    /// Unix time in microseconds; 0 = never.
+    public var expirationDate: Int64 = 0
+    public var eligibleForHandoff = true
+    public var eligibleForSearch = false
+    public var eligibleForPublicIndexing = false
+    public var eligibleForPrediction = false
+    public var suggestedInvocationPhrase = ""
+    public var needsSave = false
+    public var supportsContinuationStreams = false
+
+    public init() {}
+
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.value(of: .userInfo).isIdentical(to: rhs.value(of: .userInfo))
+            && lhs.value(of: .contentAttributes).isIdentical(to: rhs.value(of: .contentAttributes))
+            && ActivityField.allCases.filter { ![.userInfo, .contentAttributes, .activityType, .appID, .current].contains($0) }
+                .allSatisfy { lhs.value(of: $0) == rhs.value(of: $0) }
+    }
+
+    /// The value of a field as it appears on the bus (ActivityType, AppId and Current are the registry's).
+    public func value(of field: ActivityField) -> TypedValue {
+        switch field {
+        case .title: return .string(title)
+        case .userInfo: return .stringVariantDictionary(userInfo.map { ($0.key, $0.value) })
+        case .requiredUserInfoKeys: return .stringArray(requiredUserInfoKeys)
+        case .keywords: return .stringArray(keywords)
+        case .contentDescription: return .string(contentDescription)
+        case .contentAttributes: return .stringVariantDictionary(contentAttributes.map { ($0.key, $0.value) })
+        case .webpageURL: return .string(webpageURL)
+        case .referrerURL: return .string(referrerURL)
+        case .targetContentIdentifier: return .string(targetContentIdentifier)
+        case .persistentIdentifier: return .string(persistentIdentifier)
+        case .expirationDate: return .int64(expirationDate)
+        case .eligibleForHandoff: return .boolean(eligibleForHandoff)
+        case .eligibleForSearch: return .boolean(eligibleForSearch)
+        case .eligibleForPublicIndexing: return .boolean(eligibleForPublicIndexing)
+        case .eligibleForPrediction: return .boolean(eligibleForPrediction)
+        case .suggestedInvocationPhrase: return .string(suggestedInvocationPhrase)
+        case .needsSave: return .boolean(needsSave)
+        case .supportsContinuationStreams: return .boolean(supportsContinuationStreams)
+        case .activityType, .appID, .current: return .string("")
+        }
+    }
+
+    /// The user info trimmed to the required keys, when any are set (what saved copies keep).
+    public var savedUserInfo: [(key: String, value: TypedValue)] {
+        guard !requiredUserInfoKeys.isEmpty else { return userInfo }
+        let required = Set(requiredUserInfoKeys)
+        return userInfo.filter { required.contains($0.key) }
+    }
+
+    public func userInfoValue(_ key: String) -> TypedValue? {
+        userInfo.first { $0.key == key }?.value
+    }
+
+    /// Whether a saved copy should be written when it becomes current.
+    public var isSaveEligible: Bool { eligibleForSearch || eligibleForPrediction }
+}
+
+/// A validated set of changes: either every field applies or none.
+public struct ActivityPatch: Sendable {
+    public private(set) var changes: [(field: ActivityField, value: TypedValue)] = []
+    /// The `app-id` claim of a properties argument, kept apart: it is not a property change.
+    public private(set) var appIDClaim: String?
+
+    public init() {}
+
+    public var changedFields: [ActivityField] { changes.map(\.field) }
+    public var isEmpty: Bool { changes.isEmpty }
+
+    /// Parses an `a{sv}` properties argument. `allowsAppIDClaim` is true where
+    /// the spec lets a caller name its app (create, become current, donate, update).
+    public static func parse(_ entries: [(String, TypedValue)], allowsAppIDClaim: Bool) throws(UserActivityError) -> ActivityPatch {
+        var patch = ActivityPatch()
+        var seen = Set<String>()
+        for (key, value) in entries {
+            guard seen.insert(key).inserted else {
+                throw .invalidArgument("the key '\(key)' appears twice in the properties argument; give each key once")
+            }
+            guard let field = ActivityField(key: key) else {
+                throw .invalidArgument("unknown key '\(key.prefix(200))' in the properties argument; known keys: \(ActivityField.knownKeys.joined(separator: ", "))")
+            }
+            guard value.signature == field.typeSignature else {
+                throw .invalidArgument("'\(key)' must have type '\(field.typeSignature)' but has '\(value.signature)'")
+            }
+            switch field {
+            case .activityType:
+                throw .invalidArgument("'activity-type' cannot be given in a properties argument: it is the separate activity_type argument and cannot change")
+            case .appID:
+                guard allowsAppIDClaim else {
+                    throw .invalidArgument("'app-id' cannot be given here")
+                }
+                patch.appIDClaim = value.stringValue
+            default:
+                patch.changes.append((field, value))
+            }
+        }
+        return patch
+    }
+
+    /// A patch that sets one property (for `org.freedesktop.DBus.Properties.Set`).
+    public static func setting(propertyName: String, to value: TypedValue) throws(UserActivityError) -> ActivityPatch {
+        guard let field = ActivityField(propertyName: propertyName) else {
+            throw UserActivityError(.unknownProperty, "no property '\(propertyName.prefix(200))' on org.example.UserActivity.Activity")
+        }
+        guard field.isWritable else {
+            throw UserActivityError(.propertyReadOnly, "the property \(propertyName) is read-only")
+        }
+        guard value.signature == field.typeSignature else {
+            throw .invalidArgument("\(propertyName) must have type '\(field.typeSignature)' but the value has '\(value.signature)'")
+        }
+        var patch = ActivityPatch()
+        patch.changes = [(field, value)]
+        return patch
+    }
+
+    /// A patch that merges user-info entries (`AddUserInfoEntries`).
+    public static func mergingUserInfo(_ entries: [(String, TypedValue)], into properties: ActivityProperties) throws(UserActivityError) -> ActivityPatch {
+        var merged = properties.userInfo
+        for (key, value) in entries {
+            if let index = merged.firstIndex(where: { $0.key == key }) {
+                merged[index].value = value
+            } else {
+                merged.append((key, value))
+            }
+        }
+        var patch = ActivityPatch()
+        patch.changes = [(.userInfo, .stringVariantDictionary(merged.map { ($0.key, $0.value) }))]
+        return patch
+    }
+
+    /// Applies the patch to a copy of `properties`, validating every limit and
+    /// rule on the result; throws without changing anything when one fails.
+    public func applied(to properties: ActivityProperties, limits: ActivityLimits) throws(UserActivityError) -> ActivityProperties {
+        var result = properties
+        for (field, value) in changes {
+            try Self.apply(field, value, to: &result, limits: limits)
+        }
+        try Self.checkRequiredKeys(result)
+        return result
+    }
+
+    static func checkRequiredKeys(_ properties: ActivityProperties) throws(UserActivityError) {
+        let present = Set(properties.userInfo.map(\.key))
+        let missing = properties.requiredUserInfoKeys.filter { !present.contains($0) }
+        if !missing.isEmpty {
+            throw UserActivityError(.missingRequiredUserInfoKeys,
+                                    "user-info lacks the required key(s) \(missing.map { "'\($0)'" }.joined(separator: ", ")); add them to user-info or remove them from required-user-info-keys")
+        }
+    }
+
+    private static func text(_ value: TypedValue, _ field: ActivityField, limit: Int) throws(UserActivityError) -> String {
+        let text = value.stringValue ?? ""
+        if text.utf8.count > limit {
+            throw .limitExceeded("\(field.key ?? field.propertyName) is \(text.utf8.count) bytes; at most \(limit) bytes of UTF-8 are allowed")
+        }
+        return text
+    }
+
+    private static func dictionary(_ value: TypedValue, _ field: ActivityField, limit: Int, tooLarge: UserActivityError.Kind) throws(UserActivityError) -> [(key: String, value: TypedValue)] {
+        guard let entries = value.stringVariantEntries else { return [] }
+        var seen = Set<String>()
+        for (key, inner) in entries {
+            guard seen.insert(key).inserted else {
+                throw .invalidArgument("\(field.key!) has the key '\(key.prefix(200))' twice")
+            }
+            if inner.contains(anyOf: ["h", "o", "g"]) {
+                throw .invalidArgument("\(field.key!) entry '\(key.prefix(200))' has type '\(inner.signature)': file descriptors (h), object paths (o) and signatures (g) cannot be stored; use strings instead")
+            }
+        }
+        let size = value.marshalledSize
+        if size > limit {
+            throw UserActivityError(tooLarge, "\(field.key!) is \(size) bytes when marshalled; at most \(limit) bytes are allowed. Keep large data elsewhere and store a reference to it")
+        }
+        return entries.map { (key: $0.0, value: $0.1) }
+    }
+
+    private static func url(_ value: TypedValue, _ field: ActivityField, webOnly: Bool, limit: Int) throws(UserActivityError) -> String {
+        let text = try text(value, field, limit: limit)
+        guard !text.isEmpty else { return text }
+        guard URLSyntax.isValid(text, webOnly: webOnly) else {
+            let expected = webOnly ? "an absolute http: or https: URL with a host, such as https://example.com/page" : "an absolute URL such as https://example.com/page"
+            throw .invalidArgument("\(field.key!) '\(text.prefix(200))' is not \(expected)")
+        }
+        return text
+    }
+
+    private static func apply(_ field: ActivityField, _ value: TypedValue, to p: inout ActivityProperties, limits: ActivityLimits) throws(UserActivityError) {
+        switch field {
+        case .title: p.title = try text(value, field, limit: limits.maximumTitleBytes)
+        case .userInfo:
+            p.userInfo = try dictionary(value, field, limit: limits.maximumUserInfoBytes, tooLarge: .userInfoTooLarge)
+        case .contentAttributes:
+            p.contentAttributes = try dictionary(value, field, limit: limits.maximumContentAttributesBytes, tooLarge: .limitExceeded)
+        case .requiredUserInfoKeys:
+            let keys = value.stringArrayValue ?? []
+            if keys.count > 256 { throw .limitExceeded("required-user-info-keys has \(keys.count) keys; at most 256 are allowed") }
+            p.requiredUserInfoKeys = keys
+        case .keywords:
+            let words = value.stringArrayValue ?? []
+            if words.count > limits.maximumKeywords {
+                throw .limitExceeded("keywords has \(words.count) entries; at most \(limits.maximumKeywords) are allowed")
+            }
+            for word in words where word.utf8.count > limits.maximumKeywordBytes {
+                throw .limitExceeded("a keyword is \(word.utf8.count) bytes; each keyword may have at most \(limits.maximumKeywordBytes) bytes of UTF-8")
+            }
+            p.keywords = words
+        case .contentDescription: p.contentDescription = try text(value, field, limit: limits.maximumTextBytes)
+        case .webpageURL: p.webpageURL = try url(value, field, webOnly: true, limit: limits.maximumTextBytes)
+        case .referrerURL: p.referrerURL = try url(value, field, webOnly: false, limit: limits.maximumTextBytes)
+        case .targetContentIdentifier: p.targetContentIdentifier = try text(value, field, limit: limits.maximumTextBytes)
+        case .persistentIdentifier: p.persistentIdentifier = try text(value, field, limit: limits.maximumTitleBytes)
+        case .suggestedInvocationPhrase: p.suggestedInvocationPhrase = try text(value, field, limit: limits.maximumTitleBytes)
+        case .expirationDate:
+            let date = value.int64Value ?? 0
+            if date < 0 { throw .invalidArgument("expiration-date must be Unix time in microseconds, or 0 for never; got \(date)") }
+            p.expirationDate = date
+        case .eligibleForHandoff: p.eligibleForHandoff = value.boolValue ?? true
+        case .eligibleForSearch: p.eligibleForSearch = value.boolValue ?? false
+        case .eligibleForPublicIndexing: p.eligibleForPublicIndexing = value.boolValue ?? false
+        case .eligibleForPrediction: p.eligibleForPrediction = value.boolValue ?? false
+        case .needsSave: p.needsSave = value.boolValue ?? false
+        case .supportsContinuationStreams: p.supportsContinuationStreams = value.boolValue ?? false
+        case .activityType, .appID, .current: break
+        }
+    }
+}
+
+/// Just enough URL syntax checking to refuse what no handler could open.
+public enum URLSyntax {
+    public static func isValid(_ text: String, webOnly: Bool) -> Bool {
+        guard let colon = text.firstIndex(of: ":") else { return false }
+        let scheme = text[..<colon].lowercased()
+        guard let first = scheme.first, first.isASCII, first.isLetter,
+              scheme.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) })
+        else { return false }
+        if text.contains(where: { $0.isWhitespace || $0.asciiValue.map { $0 < 0x20 || $0 == 0x7f } == true }) { return false }
+        guard webOnly else { return text.count > scheme.count + 1 }
+        guard scheme == "http" || scheme == "https" else { return false }
+        let rest = text[text.index(after: colon)...]
+        guard rest.hasPrefix("//") else { return false }
+        let authority = rest.dropFirst(2).prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        let host = authority.split(separator: "@").last.map { $0.split(separator: ":").first ?? "" } ?? ""
+        return !host.isEmpty
+    }
+}

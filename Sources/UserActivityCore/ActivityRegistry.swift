@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: Apache-2.0
+import TypedValues
+
+/// One live activity: owned by an app, alive while the connection that created it is.
+public struct LiveActivity: Sendable {
+    /// The object-path element (`/org/example/UserActivity/activity/<id>`).
+    public let id: String
+    public let activityType: String
+    public let appID: String
+    /// The bus connection (unique name) whose lifetime bounds this activity.
+    public let connection: String
+    public internal(set) var properties: ActivityProperties
+    public internal(set) var hasExpired = false
+
+    public func value(of field: ActivityField, isCurrent: Bool) -> TypedValue {
+        switch field {
+        case .activityType: return .string(activityType)
+        case .appID: return .string(appID)
+        case .current: return .boolean(isCurrent)
+        default: return properties.value(of: field)
+        }
+    }
+}
+
+/// What changed, for the D-Bus layer to turn into signals and saves.
+public enum RegistryEvent: Sendable, Equatable {
+    case added(id: String)
+    case removed(id: String)
+    case propertiesChanged(id: String, fields: [ActivityField])
+    /// The session's current activity changed (nil: none).
+    case currentChanged(from: String?, to: String?)
+    /// A saved copy should be written: it became current while eligible (a use),
+    /// or the current activity's data changed (not a use).
+    case saveRequested(id: String, countsAsUse: Bool)
+}
+
+/// The session's live activities and the one-current-activity rule.
+///
+/// Plain state with no I/O: callers pass in who is calling (an app already
+/// resolved) and the time, and get back what changed.
+///
+/// ```swift
+/// let registry = ActivityRegistry(isDeclared: { app, type in type.hasPrefix(app + ".") })
+/// let (activity, events) = try registry.create(type: "com.example.Editor.edit",
+///     properties: ActivityPatch(), app: "com.example.Editor", connection: ":1.5", now: 0)
+/// ```
+public final class ActivityRegistry {
+    public var limits: ActivityLimits
+    /// Whether `app` declares `type` (from the desktop-entry catalog).
+    public var isDeclared: (_ app: String, _ type: String) -> Bool
+
+    public private(set) var activities: [String: LiveActivity] = [:]
+    public private(set) var currentID: String?
+    private var countByConnection: [String: Int] = [:]
+    private var nextSerial: UInt64 = 1
+
+    public init(limits: ActivityLimits = .standard, isDeclared: @escaping (_ app: String, _ type: String) -> Bool) {
+        self.limits = limits
+        self.isDeclared = isDeclared
+    }
+
+    public func activity(_ id: String) -> LiveActivity? { activities[id] }
+    public var current: LiveActivity? { currentID.flatMap { activities[$0] } }
+    public func liveCount(connection: String) -> Int { countByConnection[connection, default: 0] }
+
+    /// Checks that `app` declares `type`; the message says how to declare it.
+    public func requireDeclared(app: String, type: String) throws(UserActivityError) {
+        try ReverseDNSName.validate(type, as: "activity type")
+        guard isDeclared(app, type) else {
+            throw .notDeclared("the app \(app) does not declare the activity type \(type): add it to X-UserActivityTypes in \(app).desktop (types must start with the app's team, e.g. \(ReverseDNSName.parent(of: app) ?? app).)")
+        }
+    }
+
+    /// Creates a live activity (not current).
+    public func create(type: String, properties patch: ActivityPatch, app: String, connection: String,
+                       now: Int64) throws(UserActivityError) -> (LiveActivity, [RegistryEvent]) {
+        try requireDeclared(app: app, type: type)
+        let properties = try patch.applied(to: ActivityProperties(), limits: limits)
+        if properties.expirationDate != 0 && properties.expirationDate <= now {
+            throw .expired("expiration-date \(properties.expirationDate) is already past (now is \(now) µs since the epoch); use a future time or 0 for never")
+        }
+        guard liveCount(connection: connection) < limits.maximumLiveActivitiesPerConnection else {
+            throw .limitExceeded("this connection already has \(limits.maximumLiveActivitiesPerConnection) live activities, the most allowed; invalidate ones you no longer need")
+        }
+        guard activities.count < limits.maximumLiveActivities else {
+            throw .limitExceeded("the session already has \(limits.maximumLiveActivities) live activities, the most allowed; try again later")
+        }
+        let id = String(nextSerial)
+        nextSerial += 1
+        let activity = LiveActivity(id: id, activityType: type, appID: app, connection: connection, properties: properties)
+        activities[id] = activity
+        countByConnection[connection, default: 0] += 1
+        return (activity, [.added(id: id)])
+    }
+
+    /// Applies a validated patch atomically (`Update`, `AddUserInfoEntries`, `Properties.Set`).
+    public func update(_ id: String, with patch: ActivityPatch, now: Int64) throws(UserActivityError) -> [RegistryEvent] {
+        guard var activity = activities[id] else { throw Self.unknownObject(id) }
+        let updated = try patch.applied(to: activity.properties, limits: limits)
+        let changed = patch.changedFields.filter { activity.properties.value(of: $0) != updated.value(of: $0) }
+        activity.properties = updated
+        activities[id] = activity
+        var events: [RegistryEvent] = []
+        var uniqueChanged: [ActivityField] = []
+        for field in changed where !uniqueChanged.contains(field) { uniqueChanged.append(field) }
+        if !uniqueChanged.isEmpty { events.append(.propertiesChanged(id: id, fields: uniqueChanged)) }
+        if uniqueChanged.contains(.expirationDate) {
+            events += expireDue(now: now)
+        }
+        if currentID == id && updated.isSaveEligible && !uniqueChanged.isEmpty {
+            // The saved copy follows the current activity's data, without counting another use.
+            events.append(.saveRequested(id: id, countsAsUse: false))
+        }
+        return events
+    }
+
+    /// Makes the activity the session's current one.
+    public func becomeCurrent(_ id: String, now: Int64) throws(UserActivityError) -> [RegistryEvent] {
+        guard let activity = activities[id] else { throw Self.unknownObject(id) }
+        if activity.hasExpired || (activity.properties.expirationDate != 0 && activity.properties.expirationDate <= now) {
+            throw .expired("the activity \(activity.activityType) expired at \(activity.properties.expirationDate) µs; create a new one")
+        }
+        var events: [RegistryEvent] = []
+        if currentID != id {
+            let previous = currentID
+            currentID = id
+            events.append(.currentChanged(from: previous, to: id))
+        }
+        if activity.properties.isSaveEligible { events.append(.saveRequested(id: id, countsAsUse: true)) }
+        return events
+    }
+
+    /// Stops being current; a no-op when it is not current.
+    public func resignCurrent(_ id: String) throws(UserActivityError) -> [RegistryEvent] {
+        guard activities[id] != nil else { throw Self.unknownObject(id) }
+        guard currentID == id else { return [] }
+        currentID = nil
+        return [.currentChanged(from: id, to: nil)]
+    }
+
+    /// Ends the activity; it leaves the bus.
+    public func invalidate(_ id: String) throws(UserActivityError) -> [RegistryEvent] {
+        guard let activity = activities.removeValue(forKey: id) else { throw Self.unknownObject(id) }
+        countByConnection[activity.connection, default: 1] -= 1
+        if countByConnection[activity.connection] == 0 { countByConnection[activity.connection] = nil }
+        var events: [RegistryEvent] = []
+        if currentID == id {
+            currentID = nil
+            events.append(.currentChanged(from: id, to: nil))
+        }
+        events.append(.removed(id: id))
+        return events
+    }
+
+    /// Invalidates every activity of a connection that closed.
+    public func connectionClosed(_ connection: String) -> [RegistryEvent] {
+        guard countByConnection[connection] != nil else { return [] }
+        let ids = activities.values.filter { $0.connection == connection }.map(\.id).sorted { $0.count == $1.count ? $0 < $1 : $0.count < $1.count }
+        return ids.flatMap { (try? invalidate($0)) ?? [] }
+    }
+
+    /// The earliest expiration date still to come, for a one-shot timer.
+    public func nextExpiration() -> Int64? {
+        activities.values.lazy.filter { !$0.hasExpired && $0.properties.expirationDate != 0 }
+            .map(\.properties.expirationDate).min()
+    }
+
+    /// Marks every activity whose date has come as expired; an expired current one stops being current.
+    public func expireDue(now: Int64) -> [RegistryEvent] {
+        var events: [RegistryEvent] = []
+        for (id, activity) in activities where !activity.hasExpired
+            && activity.properties.expirationDate != 0 && activity.properties.expirationDate <= now {
+            activities[id]?.hasExpired = true
+            if currentID == id {
+                currentID = nil
+                events.append(.currentChanged(from: id, to: nil))
+            }
+        }
+        return events
+    }
+
+    static func unknownObject(_ id: String) -> UserActivityError {
+        UserActivityError(.unknownObject, "no activity \(id): it was invalidated or its connection closed")
+    }
+}

@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: Apache-2.0
+import TypedValues
+import UserActivityCore
+
+/// Handlers of `org.example.UserActivity.Activity` and its properties.
+extension UserActivityService {
+    /// Runs `body` with the addressed activity when the caller may change it.
+    private func asOwner(_ invocation: Invocation, claim: String? = nil,
+                         _ body: @escaping (LiveActivity) throws -> Void) {
+        withCaller(invocation) { [unowned self] identity in
+            guard let id = invocation.activityID, let activity = registry.activity(id) else {
+                throw UserActivityError(.unknownObject, "no activity at \(invocation.message.path ?? "?"): it was invalidated or its connection closed")
+            }
+            if let claim {
+                let app = try identity.actingApp(claim: claim, catalog: catalog)
+                guard app == activity.appID else { throw Self.notOwner(activity) }
+            } else if !identity.mayActFor(app: activity.appID) {
+                throw Self.notOwner(activity)
+            }
+            try body(activity)
+        }
+    }
+
+    static func notOwner(_ activity: LiveActivity) -> UserActivityError {
+        .accessDenied("the activity \(activity.activityType) belongs to the app \(activity.appID); only that app may change it")
+    }
+
+    /// Applies a patch, saves what must be saved, replies, then emits.
+    private func apply(_ patch: ActivityPatch, to activity: LiveActivity, _ invocation: Invocation) throws {
+        let events = try registry.update(activity.id, with: patch, now: configuration.clock())
+        try persist(events)
+        invocation.reply()
+        emit(events)
+    }
+
+    func update(_ invocation: Invocation) {
+        do {
+            let patch = try ActivityPatch.parse(invocation.entries(0), allowsAppIDClaim: true)
+            asOwner(invocation, claim: patch.appIDClaim) { [unowned self] activity in
+                try apply(patch, to: activity, invocation)
+            }
+        } catch {
+            invocation.fail(error)
+        }
+    }
+
+    func addUserInfoEntries(_ invocation: Invocation) {
+        let entries = invocation.entries(0)
+        asOwner(invocation) { [unowned self] activity in
+            try apply(try ActivityPatch.mergingUserInfo(entries, into: activity.properties), to: activity, invocation)
+        }
+    }
+
+    func becomeCurrent(_ invocation: Invocation) {
+        asOwner(invocation) { [unowned self] activity in
+            let events = try registry.becomeCurrent(activity.id, now: configuration.clock())
+            try persist(events)
+            invocation.reply()
+            emit(events)
+        }
+    }
+
+    func resignCurrent(_ invocation: Invocation) {
+        asOwner(invocation) { [unowned self] activity in
+            let events = try registry.resignCurrent(activity.id)
+            invocation.reply()
+            emit(events)
+        }
+    }
+
+    func invalidate(_ invocation: Invocation) {
+        asOwner(invocation) { [unowned self] activity in
+            let events = try registry.invalidate(activity.id)
+            invocation.reply()
+            emit(events)
+        }
+    }
+
+    // MARK: Properties
+
+    /// A confined caller reads only its own app's activities.
+    private func asReader(_ invocation: Invocation, _ body: @escaping (LiveActivity) throws -> Void) {
+        withCaller(invocation) { [unowned self] identity in
+            guard let id = invocation.activityID, let activity = registry.activity(id) else {
+                throw UserActivityError(.unknownObject, "no activity at \(invocation.message.path ?? "?")")
+            }
+            if let visible = identity.visibleApp(), visible != activity.appID {
+                throw UserActivityError.accessDenied("a sandboxed app may read only its own activities; this one belongs to \(activity.appID)")
+            }
+            try body(activity)
+        }
+    }
+
+    private func requireActivityInterface(_ interface: String) throws {
+        guard interface == Interfaces.activityName || interface.isEmpty else {
+            throw UserActivityError(.unknownProperty, "activities have properties only on \(Interfaces.activityName), not '\(interface.prefix(200))'")
+        }
+    }
+
+    func activityPropertyGet(_ invocation: Invocation) {
+        let interface = invocation.string(0)
+        let name = invocation.string(1)
+        asReader(invocation) { [unowned self] activity in
+            try requireActivityInterface(interface)
+            guard let field = ActivityField(propertyName: name) else {
+                throw UserActivityError(.unknownProperty, "no property '\(name.prefix(200))' on \(Interfaces.activityName)")
+            }
+            invocation.reply([.variant(activity.value(of: field, isCurrent: registry.currentID == activity.id))])
+        }
+    }
+
+    func activityPropertyGetAll(_ invocation: Invocation) {
+        let interface = invocation.string(0)
+        asReader(invocation) { [unowned self] activity in
+            guard interface == Interfaces.activityName || interface.isEmpty else {
+                invocation.reply([.stringVariantDictionary([])])
+                return
+            }
+            invocation.reply([allProperties(of: activity)])
+        }
+    }
+
+    func activityPropertySet(_ invocation: Invocation) {
+        let interface = invocation.string(0)
+        let name = invocation.string(1)
+        let value = invocation.arguments[2].unwrappedVariantOnce
+        do {
+            try requireActivityInterface(interface)
+            let patch = try ActivityPatch.setting(propertyName: name, to: value)
+            asOwner(invocation) { [unowned self] activity in
+                try apply(patch, to: activity, invocation)
+            }
+        } catch {
+            invocation.fail(error)
+        }
+    }
+}
+
+extension TypedValue {
+    /// The content of one variant level (`Properties.Set` wraps the value once).
+    var unwrappedVariantOnce: TypedValue {
+        if case .variant(let inner) = self { return inner }
+        return self
+    }
+}

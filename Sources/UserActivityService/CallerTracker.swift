@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: Apache-2.0
+import DBusKit
+import Logging
+import TypedValues
+import UserActivityCore
+
+/// Who each bus connection is: resolved once per unique name (asynchronously,
+/// from the bus daemon's credentials and /proc), cached, dropped on disconnect.
+final class CallerTracker {
+    private let bus: Connection
+    private let probe: ProcessIdentityProbe
+    private let catalog: () -> AppCatalog
+    private let log: Logger
+
+    private var identities: [String: ConnectionIdentity] = [:]
+    /// Calls waiting, in arrival order, for their sender's identity.
+    private var waiting: [String: [(inout ConnectionIdentity) -> Void]] = [:]
+    private var departedWhileResolving: Set<String> = []
+    /// Well-known name → unique name of its owner.
+    private var ownerOfName: [String: String] = [:]
+
+    init(bus: Connection, probe: ProcessIdentityProbe, catalog: @escaping () -> AppCatalog, log: Logger) {
+        self.bus = bus
+        self.probe = probe
+        self.catalog = catalog
+        self.log = log
+    }
+
+    /// Runs `body` with the sender's identity, now when it is known, else once resolved.
+    func withIdentity(of sender: String, _ body: @escaping (inout ConnectionIdentity) -> Void) {
+        if identities[sender] != nil {
+            body(&identities[sender]!)
+            return
+        }
+        if waiting[sender] != nil {
+            waiting[sender]!.append(body)
+            return
+        }
+        waiting[sender] = [body]
+        let request = Message.methodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                         interface: "org.freedesktop.DBus", member: "GetConnectionCredentials")
+        try? request.append([.string(sender)])
+        bus.callAsync(request, timeoutMilliseconds: 5000) { [weak self] result in
+            self?.resolved(sender, result)
+        }
+    }
+
+    private func resolved(_ sender: String, _ result: Result<Message, DBusFailure>) {
+        let queued = waiting.removeValue(forKey: sender) ?? []
+        if departedWhileResolving.remove(sender) != nil {
+            // Nobody is left to answer, and nothing may be created for a closed connection.
+            return
+        }
+        var pid: UInt32?
+        if case .success(let reply) = result,
+           let credentials = (try? reply.arguments())?.first?.stringVariantEntries {
+            pid = credentials.first { $0.0 == "ProcessID" }?.1.uint32Value
+        }
+        let catalog = catalog()
+        let process = pid.map { probe.identify(pid: $0, catalog: catalog) }
+            ?? ProcessIdentity(confinement: .host, appID: nil, source: "no process ID from the bus")
+        let owned = ownerOfName.filter { $0.value == sender && catalog.app($0.key) != nil }.map(\.key).sorted()
+        identities[sender] = ConnectionIdentity(process: process, ownedAppNames: owned)
+        log.debug("caller identified", metadata: [
+            "sender": "\(sender)", "pid": "\(pid.map(String.init) ?? "?")",
+            "app": "\(process.appID ?? "-")", "confinement": "\(process.confinement)", "source": "\(process.source)",
+        ])
+        for body in queued {
+            guard identities[sender] != nil else { break }
+            body(&identities[sender]!)
+        }
+    }
+
+    /// Follows `NameOwnerChanged`: a unique name that leaves is forgotten; a
+    /// well-known name that is an app ID updates its owner's identity.
+    func nameOwnerChanged(name: String, oldOwner: String, newOwner: String) {
+        if name.hasPrefix(":") {
+            if newOwner.isEmpty {
+                identities[name] = nil
+                if waiting[name] != nil { departedWhileResolving.insert(name) }
+            }
+            return
+        }
+        if newOwner.isEmpty { ownerOfName[name] = nil } else { ownerOfName[name] = newOwner }
+        // The cached identity was computed with the old owners; recompute its names.
+        for owner in [oldOwner, newOwner] where !owner.isEmpty {
+            guard let identity = identities[owner] else { continue }
+            let owned = ownerOfName.filter { $0.value == owner && catalog().app($0.key) != nil }.map(\.key).sorted()
+            identities[owner] = identity.replacingOwnedAppNames(owned)
+        }
+    }
+
+    /// Learns the current owners of well-known names (at startup, before serving).
+    func learnNameOwners() {
+        let list = Message.methodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                      interface: "org.freedesktop.DBus", member: "ListNames")
+        guard let names = try? bus.call(list, timeoutMilliseconds: 5000).arguments().first?.stringArrayValue else { return }
+        for name in names where !name.hasPrefix(":") && ReverseDNSName.isValid(name) {
+            let query = Message.methodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                           interface: "org.freedesktop.DBus", member: "GetNameOwner")
+            try? query.append([.string(name)])
+            if let owner = try? bus.call(query, timeoutMilliseconds: 5000).arguments().first?.stringValue {
+                ownerOfName[name] = owner
+            }
+        }
+    }
+
+    var cachedCount: Int { identities.count }
+}

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: Apache-2.0
+import UserActivityCore
+
+/// The contract of `../shared/spec/dbus-api.md` as data. Dispatch, signature
+/// checks and the introspection XML (served and kept in `dbus/`) come from here.
+public enum Interfaces {
+    public static let busName = "org.example.UserActivity"
+    public static let managerPath = "/org/example/UserActivity"
+    public static let activityPathPrefix = "/org/example/UserActivity/activity/"
+    public static let managerName = "org.example.UserActivity"
+    public static let activityName = "org.example.UserActivity.Activity"
+    public static let handlerName = "org.example.UserActivity.Handler"
+
+    private typealias A = InterfaceDescription.Argument
+    private typealias M = InterfaceDescription.Method
+    private typealias S = InterfaceDescription.Signal
+    private typealias P = InterfaceDescription.Property
+
+    private static let typeArg = A("activity_type", "s", "reverse-DNS activity type declared by the caller's app in X-UserActivityTypes, e.g. com.example.Editor.edit-document")
+    private static let propertiesArg = A("properties", "a{sv}", "activity properties by kebab-case key (title, user-info, keywords, webpage-url, …); an unconfined caller may add app-id to name its app. Unknown keys, wrong types and activity-type are InvalidArgument")
+    private static let continueOptionsArg = A("options", "a{sv}", "target-app-id (s) chooses among candidate apps; timeout-ms (u, default 10000); activation-token (s) and desktop-startup-id (s) are passed on in platform data")
+
+    public static let manager = InterfaceDescription(
+        name: managerName,
+        doc: """
+        org.example.UserActivity: the session's activity manager (NSUserActivity for the Linux desktop).
+        Who is calling: the app is found from the caller's process (Flatpak, Snap, systemd app unit, an owned
+        well-known name that is an installed app ID); an unconfined caller may name its app with app-id or
+        RegisterApplication. A confined caller acts, reads and searches only for its own app.
+        """,
+        methods: [
+            M(name: "CreateActivity", inputs: [typeArg, propertiesArg],
+              outputs: [A("activity", "o", "object path of the new live activity under /org/example/UserActivity/activity/")],
+              doc: "Creates a live activity owned by the caller's connection and app; it is not yet current. It is invalidated when the connection closes. Errors: InvalidArgument, NotDeclared, UnknownApplication, AccessDenied, Expired, UserInfoTooLarge, MissingRequiredUserInfoKeys, LimitExceeded."),
+            M(name: "BecomeCurrent", inputs: [typeArg, propertiesArg],
+              outputs: [A("activity", "o", "object path of the new, current live activity")],
+              doc: "CreateActivity and Activity.BecomeCurrent in one call. The activity still ends with the caller's connection: scripts that want something to last use Donate. A search- or prediction-eligible activity is saved before the reply."),
+            M(name: "Donate", inputs: [typeArg, propertiesArg],
+              outputs: [A("saved_id", "s", "id of the saved copy (the same for a repeated persistent-identifier); empty when saving is paused or blocked")],
+              doc: "Saves a shortcut for suggestions and search without making anything current (a Siri shortcut donation); counts as one use. eligible-for-prediction defaults to true here. The reply comes after the write is durable."),
+            M(name: "Search", inputs: [A("query", "s", "free text; every word must match, the last also as a prefix; case- and accent-insensitive; operators are plain words"),
+                                        A("options", "a{sv}", "limit (u, default 20, at most 200), app-id (s), activity-types (as)")],
+              outputs: [A("results", "aa{sv}", "best first: saved-id, app-id, activity-type, title, content-description, keywords, webpage-url, score (d), last-used (x, Unix µs)")],
+              doc: "Full-text search over saved search-eligible activities (title, keywords, content description). Needs no identity; a confined caller sees only its own app's entries."),
+            M(name: "GetSuggestions", inputs: [A("options", "a{sv}", "limit (u, default 10, at most 200), app-id (s)")],
+              outputs: [A("results", "aa{sv}", "as Search, plus suggested-invocation-phrase (s) and use-count (u)")],
+              doc: "Prediction-eligible saved activities ranked by how often, how recently and at what time of day they were used."),
+            M(name: "ContinueActivity", inputs: [typeArg, A("properties", "a{sv}", "the activity's data; app-id names the app that published it, when known"), continueOptionsArg],
+              outputs: [A("app_id", "s", "the app that took it (the browser's for the webpage-url fallback, empty when unknown)")],
+              doc: "Dispatches an activity that came from outside (a link, another device, a script) to an app of the publisher's team that declares its type; falls back to opening webpage-url. Errors: NoHandler, RemoteApplicationTimedOut, ContinuationFailed, Expired, MissingRequiredUserInfoKeys."),
+            M(name: "ContinueSavedActivity", inputs: [A("saved_id", "s", "a saved-id from Search, GetSuggestions or Donate"), continueOptionsArg],
+              outputs: [A("app_id", "s", "the app that took it")],
+              doc: "Continues a saved activity (a search result, a suggestion). NotFound when there is no such saved activity or the caller may not see it."),
+            M(name: "RegisterApplication", inputs: [A("app_id", "s", "desktop-file ID without .desktop of an installed app")], outputs: [],
+              doc: "Names the app this connection acts for when a call names none (like the host portal registry); a later call replaces it. A confined caller naming another app gets AccessDenied; an app that is not installed, UnknownApplication."),
+            M(name: "RegisterHandler", inputs: [A("handler", "o", "object path where the caller implements org.example.UserActivity.Handler")], outputs: [],
+              doc: "The caller's app receives continuations at this path while the connection lives; a later registration of the same app replaces an earlier one."),
+            M(name: "OpenContinuationStream", inputs: [A("continuation_token", "s", "the continuation-token from ContinueActivity's platform data")],
+              outputs: [A("stream", "h", "one end of a socket pair; the origin app receives the other end through ContinuationStreamOpened")],
+              doc: "Called by the continuing app. A token is single-use, valid for 60 s and while its origin lives, and only for the app that received the continuation (AccessDenied otherwise; a refused call does not consume it)."),
+            M(name: "DeleteSavedActivities", inputs: [A("persistent_identifiers", "as", "persistent-identifier values of the caller app's saved activities")], outputs: [],
+              doc: "Deletes the caller app's saved activities with these persistent identifiers (deleteSavedUserActivities(withPersistentIdentifiers:)); other apps' entries are never touched."),
+            M(name: "DeleteAllSavedActivities", inputs: [], outputs: [],
+              doc: "Deletes all of the caller app's saved activities."),
+            M(name: "ForgetApplication", inputs: [A("app_id", "s", "the app whose saved activities to delete")],
+              outputs: [A("deleted", "u", "number of saved activities deleted")],
+              doc: "Privacy control: deletes every saved activity of one app. Unconfined callers only (AccessDenied otherwise)."),
+            M(name: "ForgetRange", inputs: [A("from_usec", "x", "start of the range by last use, Unix µs, inclusive"), A("to_usec", "x", "end of the range, Unix µs, exclusive")],
+              outputs: [A("deleted", "u", "number of saved activities deleted")],
+              doc: "Privacy control: deletes every saved activity last used in [from_usec, to_usec). Unconfined callers only."),
+            M(name: "ForgetAll", inputs: [], outputs: [A("deleted", "u", "number of saved activities deleted")],
+              doc: "Privacy control: deletes every saved activity. Unconfined callers only."),
+        ],
+        signals: [],
+        properties: [
+            P(name: "CurrentActivity", signature: "o", isWritable: false,
+              doc: "The session's current activity, / when none; PropertiesChanged is emitted when it changes."),
+            P(name: "Version", signature: "s", isWritable: false, doc: "The service's version."),
+        ])
+
+    /// Documentation of each activity property.
+    static func propertyDoc(_ field: ActivityField) -> String {
+        switch field {
+        case .activityType: return "activity-type: read-only after creation (activityType)."
+        case .appID: return "app-id: read-only, the app that owns the activity."
+        case .title: return "title: human-readable, shown in search and suggestions; at most 1 KiB."
+        case .userInfo: return "user-info: state needed to restore (userInfo); any D-Bus type but h, o and g; values round-trip exactly; at most 64 KiB marshalled (UserInfoTooLarge)."
+        case .requiredUserInfoKeys: return "required-user-info-keys: keys that must be in UserInfo after every write; only these are kept in saved copies."
+        case .keywords: return "keywords: search keywords; at most 64, each at most 1 KiB."
+        case .contentDescription: return "content-description: subtitle for search results."
+        case .contentAttributes: return "content-attributes: further search attributes (thumbnail-path, kind, …); at most 64 KiB marshalled."
+        case .webpageURL: return "webpage-url: http: or https: URL; the browser fallback when no app can continue."
+        case .referrerURL: return "referrer-url: an absolute URL (referrerURL)."
+        case .targetContentIdentifier: return "target-content-identifier: which window or scene should show it."
+        case .persistentIdentifier: return "persistent-identifier: stable id of the content; key of saved copies and of deletion."
+        case .expirationDate: return "expiration-date: Unix time in µs, 0 = never. At that time the activity stops being current and can no longer become current or be continued (Expired)."
+        case .eligibleForHandoff: return "eligible-for-handoff: default true; Continue needs it (NotEligible)."
+        case .eligibleForSearch: return "eligible-for-search: default false; when current, a saved copy is kept for Search."
+        case .eligibleForPublicIndexing: return "eligible-for-public-indexing: default false; stored and reported, no public index exists."
+        case .eligibleForPrediction: return "eligible-for-prediction: default false; when current, a saved copy is kept for GetSuggestions."
+        case .suggestedInvocationPhrase: return "suggested-invocation-phrase: shown with suggestions; at most 1 KiB."
+        case .needsSave: return "needs-save: the owner's Handler.SaveActivity is asked for fresh data before the activity is read for continuation or saving."
+        case .supportsContinuationStreams: return "supports-continuation-streams: continuations carry a continuation-token for OpenContinuationStream."
+        case .current: return "Current: read-only, whether this is the session's current activity."
+        }
+    }
+
+    public static let activity = InterfaceDescription(
+        name: activityName,
+        doc: """
+        org.example.UserActivity.Activity: one live activity at /org/example/UserActivity/activity/<id>.
+        Only the owning app may change, make current, resign or invalidate it (AccessDenied otherwise).
+        Writable properties can also be set with org.freedesktop.DBus.Properties.Set; every change emits one PropertiesChanged.
+        """,
+        methods: [
+            M(name: "Update", inputs: [A("properties", "a{sv}", "properties to set, by kebab-case key; all apply or none")], outputs: [],
+              doc: "Sets several properties atomically (one PropertiesChanged)."),
+            M(name: "AddUserInfoEntries", inputs: [A("entries", "a{sv}", "entries merged into UserInfo, replacing equal keys")], outputs: [],
+              doc: "Merges into UserInfo (addUserInfoEntries(from:))."),
+            M(name: "BecomeCurrent", inputs: [], outputs: [],
+              doc: "Makes it the session's current activity; the previous current activity, of any app, stops being current. A search- or prediction-eligible activity is saved (one more use) before the reply."),
+            M(name: "ResignCurrent", inputs: [], outputs: [],
+              doc: "Stops being current without being invalidated; a no-op when it is not current."),
+            M(name: "Invalidate", inputs: [], outputs: [],
+              doc: "Permanently ends it: it stops being current and its object leaves the bus (later calls get org.freedesktop.DBus.Error.UnknownObject). Saved copies stay."),
+            M(name: "Continue", inputs: [continueOptionsArg], outputs: [A("app_id", "s", "the app that took it")],
+              doc: "Continues this live activity in another app, as Handoff does; it must be eligible for handoff (NotEligible). Callable by the owning app and by unconfined callers. Checks, in order: access, expiry, eligibility."),
+        ],
+        signals: [
+            S(name: "Continued", arguments: [A("by_app_id", "s", "the app that continued it (the browser's for the webpage-url fallback)")],
+              doc: "The activity was continued (userActivityWasContinued)."),
+        ],
+        properties: ActivityField.allCases.map {
+            P(name: $0.propertyName, signature: $0.typeSignature, isWritable: $0.isWritable, doc: propertyDoc($0))
+        })
+
+    public static let handler = InterfaceDescription(
+        name: handlerName,
+        doc: """
+        org.example.UserActivity.Handler: implemented by apps, on the object path given to RegisterHandler.
+        The service calls these; it is not served by useractivityd.
+        """,
+        methods: [
+            M(name: "ContinueActivity", inputs: [typeArg, A("activity", "a{sv}", "the activity's properties by kebab-case key, app-id included"),
+                                                 A("platform_data", "a{sv}", "continuation-token when the origin supports streams; activation-token and desktop-startup-id when given")],
+              outputs: [A("handled", "b", "false makes the continuation fail with ContinuationFailed")],
+              doc: "Continue an activity (application(_:continue:restorationHandler:))."),
+            M(name: "SaveActivity", inputs: [A("activity", "o", "the owner's live activity whose NeedsSave is true")],
+              outputs: [A("properties", "a{sv}", "fresh properties, applied before the activity is read; NeedsSave then becomes false")],
+              doc: "Asked of the owner before an activity whose NeedsSave is true is read for saving (5 s) or continuation (the continuation's timeout) (userActivityWillSave)."),
+            M(name: "ContinuationStreamOpened", inputs: [A("activity", "o", "the origin live activity"), A("stream", "h", "the origin's end of the socket pair")], outputs: [],
+              doc: "On the origin's handler when a continuing app opened a stream."),
+            M(name: "FailedToContinue", inputs: [typeArg, A("error_name", "s", "the full D-Bus error name"), A("message", "s", "what went wrong")], outputs: [],
+              doc: "A continuation meant for this app failed before the app answered (didFailToContinueUserActivityWithType)."),
+        ],
+        signals: [],
+        properties: [])
+
+    /// Our three interfaces, in the order of the documented XML.
+    public static let all = [manager, activity, handler]
+
+    /// The documented contract as kept in `dbus/org.example.UserActivity.xml`.
+    public static func documentedXML() -> String {
+        var out = StandardInterfacesXML.doctype
+        out += "<!--\n  org.example.UserActivity: generated by `useractivityd --print-introspection` from the\n"
+        out += "  service's dispatch tables; a test fails when this file and the served XML differ.\n\n"
+        out += "  Errors (org.example.UserActivity.Error.<Name>):\n"
+        for (kind, doc) in ErrorNames.documentation {
+            out += "    \(ErrorNames.name(for: kind)): \(doc)\n"
+        }
+        out += "  Standard errors: org.freedesktop.DBus.Error.InvalidArgs (wrong call signature),\n"
+        out += "    org.freedesktop.DBus.Error.UnknownObject (invalidated activity),\n"
+        out += "    org.freedesktop.DBus.Error.PropertyReadOnly, org.freedesktop.DBus.Error.UnknownProperty,\n"
+        out += "    org.freedesktop.DBus.Error.NotSupported (a member whose capability is not built yet).\n"
+        out += "-->\n<node>\n"
+        for interface in all { out += interface.xml() }
+        out += "</node>\n"
+        return out
+    }
+}

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+import DBusKit
+import TypedValues
+import UserActivityCore
+
+/// One incoming method call: its decoded arguments and the way to answer it,
+/// now or later (the reply may wait for the caller's identity or for an app).
+final class Invocation {
+    let message: Message
+    let arguments: [TypedValue]
+    let sender: String
+    /// The live activity addressed, for calls on activity objects.
+    let activityID: String?
+    private let bus: Connection
+    private(set) var isAnswered = false
+
+    init(message: Message, arguments: [TypedValue], activityID: String?, bus: Connection) {
+        self.message = message
+        self.arguments = arguments
+        self.sender = message.sender ?? ""
+        self.activityID = activityID
+        self.bus = bus
+    }
+
+    func string(_ index: Int) -> String { arguments[index].stringValue ?? "" }
+    func entries(_ index: Int) -> [(String, TypedValue)] { arguments[index].stringVariantEntries ?? [] }
+
+    func reply(_ values: [TypedValue] = []) {
+        guard !isAnswered else { return }
+        isAnswered = true
+        guard message.expectsReply else { return }
+        do {
+            bus.send(try Message.methodReturn(to: message, values))
+        } catch {
+            bus.send(Message.error(to: message, name: "org.freedesktop.DBus.Error.Failed",
+                                   message: "the reply could not be built: \(error)"))
+        }
+    }
+
+    func fail(_ error: Error) {
+        if let error = error as? UserActivityError {
+            fail(name: ErrorNames.name(for: error.kind), message: error.message)
+        } else if let error = error as? DBusFailure {
+            fail(name: error.name, message: error.message)
+        } else {
+            fail(name: "org.freedesktop.DBus.Error.Failed", message: "\(error)")
+        }
+    }
+
+    func fail(name: String, message text: String) {
+        guard !isAnswered else { return }
+        isAnswered = true
+        guard message.expectsReply else { return }
+        bus.send(Message.error(to: message, name: name, message: text))
+    }
+}

@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: Apache-2.0
+import ActivityStore
+import Logging
+import TypedValues
+import UserActivityCore
+
+/// The service's side of the saved-activity store: turns activities into
+/// records and store hits into the spec's result dictionaries.
+final class SavedActivities {
+    let store: ActivityStore
+    private let log: Logger
+
+    init(stateDirectory: String?, log: Logger) throws {
+        self.log = log
+        if let stateDirectory {
+            do {
+                store = try ActivityStore(directory: stateDirectory)
+            } catch {
+                throw UserActivityError(.storageFailed, "cannot open the saved-activity store in \(stateDirectory): \(error)")
+            }
+        } else {
+            store = try ActivityStore.inMemory()
+        }
+    }
+
+    /// The `a{sv}` a saved copy keeps: every property, user-info trimmed to the required keys.
+    static func savedProperties(_ properties: ActivityProperties) -> TypedValue {
+        var trimmed = properties
+        trimmed.userInfo = properties.savedUserInfo
+        let fields = ActivityField.allCases.filter { $0.key != nil && $0 != .activityType && $0 != .appID }
+        return .stringVariantDictionary(fields.map { ($0.key!, trimmed.value(of: $0)) })
+    }
+
+    static func record(type: String, app: String, properties: ActivityProperties) -> SavedActivityRecord {
+        SavedActivityRecord(
+            appID: app, activityType: type, persistentIdentifier: properties.persistentIdentifier,
+            title: properties.title, contentDescription: properties.contentDescription,
+            keywords: properties.keywords, webpageURL: properties.webpageURL,
+            eligibleForSearch: properties.eligibleForSearch, eligibleForPrediction: properties.eligibleForPrediction,
+            expirationDate: properties.expirationDate,
+            suggestedInvocationPhrase: properties.suggestedInvocationPhrase,
+            properties: savedProperties(properties))
+    }
+
+    private func storage<T>(_ what: String, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as UserActivityError {
+            throw error
+        } catch {
+            log.error("saved-activity store: \(what) failed: \(error)")
+            throw UserActivityError(.storageFailed, "the saved-activity store could not \(what): \(error). Nothing was changed; free disk space or check $XDG_STATE_HOME/useractivity and try again")
+        }
+    }
+
+    func save(_ activity: LiveActivity, countsAsUse: Bool, now: Int64) throws {
+        let record = Self.record(type: activity.activityType, app: activity.appID, properties: activity.properties)
+        try storage("save the activity") { _ = try store.save(record, at: now, countsAsUse: countsAsUse) }
+    }
+
+    func donate(type: String, app: String, properties: ActivityProperties, now: Int64) throws -> String {
+        try storage("save the donation") {
+            try store.save(Self.record(type: type, app: app, properties: properties), at: now, countsAsUse: true)
+        }
+    }
+
+    /// The apps a query may see: the caller's own when confined, narrowed by the app-id option.
+    private func scope(requested: String?, visibleApp: String?) -> (app: String?, empty: Bool) {
+        guard let visibleApp else { return (requested, false) }
+        if let requested, requested != visibleApp { return (nil, true) }
+        return (visibleApp, false)
+    }
+
+    func search(query: String, options: SearchOptions, visibleApp: String?, now: Int64) throws -> [TypedValue] {
+        let scope = scope(requested: options.appID, visibleApp: visibleApp)
+        if scope.empty { return [] }
+        let hits = try storage("search") {
+            try store.search(query: query, limit: options.limit, appID: scope.app,
+                             activityTypes: options.activityTypes, now: now)
+        }
+        return hits.map { Self.result($0.activity, score: $0.score, suggestion: false) }
+    }
+
+    func suggestions(options: SuggestionOptions, visibleApp: String?, now: Int64) throws -> [TypedValue] {
+        let scope = scope(requested: options.appID, visibleApp: visibleApp)
+        if scope.empty { return [] }
+        let hits = try storage("rank suggestions") {
+            try store.suggestions(limit: options.limit, appID: scope.app, now: now)
+        }
+        return hits.map { Self.result($0.activity, score: $0.score, suggestion: true) }
+    }
+
+    static func result(_ entry: SavedActivity, score: Double, suggestion: Bool) -> TypedValue {
+        var pairs: [(String, TypedValue)] = [
+            ("saved-id", .string(entry.savedID)),
+            ("app-id", .string(entry.appID)),
+            ("activity-type", .string(entry.activityType)),
+            ("title", .string(entry.title)),
+            ("content-description", .string(entry.contentDescription)),
+            ("keywords", .stringArray(entry.keywords)),
+            ("webpage-url", .string(entry.webpageURL)),
+            ("score", .double(score)),
+            ("last-used", .int64(entry.lastUsed)),
+        ]
+        if suggestion {
+            pairs.append(("suggested-invocation-phrase", .string(entry.suggestedInvocationPhrase)))
+            pairs.append(("use-count", .uint32(entry.useCount)))
+        }
+        return .stringVariantDictionary(pairs)
+    }
+
+    func delete(app: String, persistentIdentifiers: [String]) throws {
+        try storage("delete") { _ = try store.delete(appID: app, persistentIdentifiers: persistentIdentifiers) }
+    }
+
+    func deleteAll(app: String) throws {
+        try storage("delete") { _ = try store.deleteAll(appID: app) }
+    }
+
+    func purgeExpired(now: Int64) {
+        do {
+            let purged = try store.purgeExpired(now: now)
+            if purged > 0 { log.info("purged expired saved activities", metadata: ["count": "\(purged)"]) }
+        } catch {
+            log.error("could not purge expired saved activities: \(error)")
+        }
+    }
+
+    func nextExpiration() -> Int64? { try? store.nextExpiration() }
+}

@@ -1,0 +1,359 @@
+// SPDX-License-Identifier: Apache-2.0
+import ActivityStore
+import DBusKit
+import GLibSupport
+import Logging
+import TypedValues
+import UserActivityCore
+
+/// What the service needs from its surroundings; tests inject their own.
+public struct ServiceConfiguration: Sendable {
+    public var version = "0.1.0"
+    /// Where `/proc` is (tests point it at fixture trees).
+    public var procRoot = "/proc"
+    public var applicationDirectories: [String]
+    /// `$XDG_STATE_HOME/useractivity`; nil keeps saved activities in memory only (tests).
+    public var stateDirectory: String?
+    public var limits = ActivityLimits.standard
+    /// Wall-clock time in Unix microseconds.
+    public var clock: @Sendable () -> Int64 = { currentTimeMicroseconds() }
+
+    public init(applicationDirectories: [String], stateDirectory: String?) {
+        self.applicationDirectories = applicationDirectories
+        self.stateDirectory = stateDirectory
+    }
+}
+
+/// The `org.example.UserActivity` service on one bus connection: routes
+/// method calls through the dispatch tables to handlers, which decode, call
+/// the core, reply, and turn the core's events into signals.
+public final class UserActivityService {
+    typealias Handler = (UserActivityService) -> (Invocation) -> Void
+
+    let bus: Connection
+    let loop: MainLoop
+    let configuration: ServiceConfiguration
+    let log: Logger
+    let registry: ActivityRegistry
+    private(set) var catalog: AppCatalog
+    var callers: CallerTracker!
+    let saved: SavedActivities
+
+    private var directoryMonitor: DirectoryMonitor?
+    private var expiryTimer: GLibSource?
+    private var expiryTimerDate: Int64?
+
+    /// Interface name → member → handler, per kind of object.
+    private var managerHandlers: [String: [String: Handler]] = [:]
+    private var activityHandlers: [String: [String: Handler]] = [:]
+
+    public init(bus: Connection, loop: MainLoop, configuration: ServiceConfiguration, log: Logger) throws {
+        self.bus = bus
+        self.loop = loop
+        self.configuration = configuration
+        self.log = log
+        self.catalog = AppCatalog.load(applicationDirectories: configuration.applicationDirectories,
+                                       loadKeyFile: { GLibKeyFile.load(path: $0) })
+        self.saved = try SavedActivities(stateDirectory: configuration.stateDirectory, log: log)
+        var isDeclared: (String, String) -> Bool = { _, _ in false }
+        self.registry = ActivityRegistry(limits: configuration.limits, isDeclared: { isDeclared($0, $1) })
+        isDeclared = { [unowned self] app, type in self.catalog.app(app)?.declares(type) ?? false }
+        self.callers = CallerTracker(
+            bus: bus, probe: ProcessIdentityProbe(procRoot: configuration.procRoot, loadKeyFile: { GLibKeyFile.load(path: $0) }),
+            catalog: { [unowned self] in self.catalog }, log: log)
+        for warning in catalog.warnings { log.warning("\(warning)") }
+        buildDispatchTables()
+    }
+
+    // MARK: Exporting
+
+    /// Registers the objects and subscriptions; call before requesting the name.
+    public func export() throws {
+        try bus.addMatch("type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged'")
+        try bus.addFilter { [unowned self] message in self.filter(message) }
+        try bus.registerFallback(path: Interfaces.managerPath) { [unowned self] message in self.route(message) }
+        callers.learnNameOwners()
+        directoryMonitor = loop.withThreadDefault {
+            DirectoryMonitor(directories: configuration.applicationDirectories) { [unowned self] in self.reloadCatalog() }
+        }
+        saved.purgeExpired(now: configuration.clock())
+        rearmExpiryTimer()
+    }
+
+    /// Re-reads the desktop entries (they changed on disk).
+    public func reloadCatalog() {
+        catalog = AppCatalog.load(applicationDirectories: configuration.applicationDirectories,
+                                  loadKeyFile: { GLibKeyFile.load(path: $0) })
+        log.info("desktop entries reloaded", metadata: ["apps": "\(catalog.apps.count)"])
+        for warning in catalog.warnings { log.warning("\(warning)") }
+    }
+
+    /// Called when the service loses its bus name or the bus goes away.
+    public var onNameLost: (() -> Void)?
+
+    private func filter(_ message: Message) -> Bool {
+        guard message.kind == .signal else { return false }
+        if message.interface == "org.freedesktop.DBus.Local" && message.member == "Disconnected" {
+            log.notice("the session bus went away; exiting")
+            onNameLost?()
+            return false
+        }
+        guard message.interface == "org.freedesktop.DBus" else { return false }
+        switch message.member {
+        case "NameOwnerChanged":
+            guard message.sender == "org.freedesktop.DBus",
+                  let arguments = try? message.arguments(), arguments.count == 3,
+                  let name = arguments[0].stringValue, let old = arguments[1].stringValue,
+                  let new = arguments[2].stringValue
+            else { return false }
+            nameOwnerChanged(name: name, oldOwner: old, newOwner: new)
+        case "NameLost":
+            if (try? message.arguments())?.first?.stringValue == Interfaces.busName {
+                log.notice("lost the bus name \(Interfaces.busName); exiting")
+                onNameLost?()
+            }
+        default:
+            return false
+        }
+        return false
+    }
+
+    private func nameOwnerChanged(name: String, oldOwner: String, newOwner: String) {
+        callers.nameOwnerChanged(name: name, oldOwner: oldOwner, newOwner: newOwner)
+        if name.hasPrefix(":") && newOwner.isEmpty {
+            let events = registry.connectionClosed(name)
+            if !events.isEmpty {
+                log.debug("connection closed; its activities were invalidated", metadata: ["sender": "\(name)"])
+                emit(events)
+            }
+        }
+    }
+
+    // MARK: Routing
+
+    private func buildDispatchTables() {
+        managerHandlers = [
+            Interfaces.managerName: [
+                "CreateActivity": { $0.createActivity },
+                "BecomeCurrent": { $0.createAndBecomeCurrent },
+                "Donate": { $0.donate },
+                "Search": { $0.search },
+                "GetSuggestions": { $0.getSuggestions },
+                "ContinueActivity": { $0.notBuilt("continuation (issue 4)") },
+                "ContinueSavedActivity": { $0.notBuilt("continuation (issue 4)") },
+                "RegisterApplication": { $0.registerApplication },
+                "RegisterHandler": { $0.notBuilt("continuation handlers (issue 4)") },
+                "OpenContinuationStream": { $0.notBuilt("continuation streams (issue 4)") },
+                "DeleteSavedActivities": { $0.deleteSavedActivities },
+                "DeleteAllSavedActivities": { $0.deleteAllSavedActivities },
+                "ForgetApplication": { $0.notBuilt("privacy controls (issue 8)") },
+                "ForgetRange": { $0.notBuilt("privacy controls (issue 8)") },
+                "ForgetAll": { $0.notBuilt("privacy controls (issue 8)") },
+            ],
+            "org.freedesktop.DBus.Properties": [
+                "Get": { $0.managerPropertyGet }, "GetAll": { $0.managerPropertyGetAll }, "Set": { $0.managerPropertySet },
+            ],
+            "org.freedesktop.DBus.ObjectManager": ["GetManagedObjects": { $0.getManagedObjects }],
+            "org.freedesktop.DBus.Introspectable": ["Introspect": { $0.introspectManager }],
+        ]
+        activityHandlers = [
+            Interfaces.activityName: [
+                "Update": { $0.update },
+                "AddUserInfoEntries": { $0.addUserInfoEntries },
+                "BecomeCurrent": { $0.becomeCurrent },
+                "ResignCurrent": { $0.resignCurrent },
+                "Invalidate": { $0.invalidate },
+                "Continue": { $0.notBuilt("continuation (issue 4)") },
+            ],
+            "org.freedesktop.DBus.Properties": [
+                "Get": { $0.activityPropertyGet }, "GetAll": { $0.activityPropertyGetAll }, "Set": { $0.activityPropertySet },
+            ],
+            "org.freedesktop.DBus.Introspectable": ["Introspect": { $0.introspectActivity }],
+        ]
+        // Every documented method must have a handler: a gap is a programming error.
+        for (interface, table) in [(Interfaces.manager, managerHandlers), (Interfaces.activity, activityHandlers)] {
+            for method in interface.methods where table[interface.name]?[method.name] == nil {
+                preconditionFailure("no handler for \(interface.name).\(method.name)")
+            }
+        }
+    }
+
+    /// Signatures of the standard interfaces' methods we handle.
+    private static let standardSignatures: [String: [String: String]] = [
+        "org.freedesktop.DBus.Properties": ["Get": "ss", "GetAll": "s", "Set": "ssv"],
+        "org.freedesktop.DBus.ObjectManager": ["GetManagedObjects": ""],
+        "org.freedesktop.DBus.Introspectable": ["Introspect": ""],
+    ]
+
+    private static let ourInterfaces = [Interfaces.managerName: Interfaces.manager, Interfaces.activityName: Interfaces.activity]
+
+    private func route(_ message: Message) -> Bool {
+        guard message.kind == .methodCall, let path = message.path, let member = message.member else { return false }
+        let handlers: [String: [String: Handler]]
+        var activityID: String?
+        if path == Interfaces.managerPath {
+            handlers = managerHandlers
+        } else if path.hasPrefix(Interfaces.activityPathPrefix) {
+            let id = String(path.dropFirst(Interfaces.activityPathPrefix.count))
+            guard registry.activity(id) != nil else {
+                send(error: "org.freedesktop.DBus.Error.UnknownObject",
+                     "no activity at \(path): it was invalidated or its connection closed", to: message)
+                return true
+            }
+            activityID = id
+            handlers = activityHandlers
+        } else if path == Interfaces.managerPath + "/activity" {
+            if message.interface == nil || message.interface == "org.freedesktop.DBus.Introspectable", member == "Introspect" {
+                let invocation = Invocation(message: message, arguments: [], activityID: nil, bus: bus)
+                invocation.reply([.string(activityContainerXML())])
+                return true
+            }
+            send(error: "org.freedesktop.DBus.Error.UnknownMethod", "\(path) only serves Introspect", to: message)
+            return true
+        } else {
+            send(error: "org.freedesktop.DBus.Error.UnknownObject", "no object at \(path)", to: message)
+            return true
+        }
+
+        // A call without an interface goes to the first interface that has the member.
+        let interfaceName = message.interface
+            ?? handlers.keys.sorted().first { handlers[$0]?[member] != nil }
+        guard let interfaceName, let table = handlers[interfaceName] else {
+            if message.interface == "org.freedesktop.DBus.Peer" { return false } // libdbus answers Peer itself
+            send(error: "org.freedesktop.DBus.Error.UnknownInterface",
+                 "\(path) has no interface \(message.interface ?? "with member \(member)")", to: message)
+            return true
+        }
+        guard let handler = table[member] else {
+            send(error: "org.freedesktop.DBus.Error.UnknownMethod", "\(interfaceName) has no method \(member)", to: message)
+            return true
+        }
+        let expected = Self.ourInterfaces[interfaceName]?.method(member)?.inputSignature
+            ?? Self.standardSignatures[interfaceName]?[member] ?? ""
+        let actual = message.signature
+        guard actual == expected else {
+            send(error: "org.freedesktop.DBus.Error.InvalidArgs",
+                 "\(interfaceName).\(member) takes arguments of type (\(expected)) but was called with (\(actual))", to: message)
+            return true
+        }
+        let arguments: [TypedValue]
+        do {
+            arguments = try message.arguments()
+        } catch {
+            send(error: "org.freedesktop.DBus.Error.InvalidArgs", "the arguments could not be read: \(error.message)", to: message)
+            return true
+        }
+        handler(self)(Invocation(message: message, arguments: arguments, activityID: activityID, bus: bus))
+        return true
+    }
+
+    func send(error name: String, _ text: String, to message: Message) {
+        guard message.expectsReply else { return }
+        bus.send(Message.error(to: message, name: name, message: text))
+    }
+
+    /// Runs `body` with the caller's identity; errors it throws become the reply.
+    func withCaller(_ invocation: Invocation, _ body: @escaping (inout ConnectionIdentity) throws -> Void) {
+        callers.withIdentity(of: invocation.sender) { identity in
+            do { try body(&identity) } catch { invocation.fail(error) }
+        }
+    }
+
+    func notBuilt(_ capability: String) -> (Invocation) -> Void {
+        { invocation in
+            invocation.fail(UserActivityError(.notImplemented,
+                "\(invocation.message.member ?? "this method") is part of the contract but \(capability) is not built yet in this version of useractivityd"))
+        }
+    }
+
+    // MARK: Events → signals
+
+    static func path(of id: String) -> String { Interfaces.activityPathPrefix + id }
+
+    /// Writes the saved copies the events ask for; the reply waits for this so
+    /// that an acknowledged save is durable.
+    func persist(_ events: [RegistryEvent]) throws {
+        for case .saveRequested(let id, let countsAsUse) in events {
+            guard let activity = registry.activity(id) else { continue }
+            try saved.save(activity, countsAsUse: countsAsUse, now: configuration.clock())
+        }
+    }
+
+    /// Emits the signals for what changed (after the reply, so callers are not delayed by them).
+    func emit(_ events: [RegistryEvent]) {
+        for event in events {
+            switch event {
+            case .added(let id):
+                guard let activity = registry.activity(id) else { continue }
+                signal(Interfaces.managerPath, "org.freedesktop.DBus.ObjectManager", "InterfacesAdded", [
+                    .objectPath(Self.path(of: id)),
+                    .dictionary(keyType: "s", valueType: "a{sv}", [
+                        .init(key: .string(Interfaces.activityName), value: allProperties(of: activity)),
+                    ]),
+                ])
+            case .removed(let id):
+                signal(Interfaces.managerPath, "org.freedesktop.DBus.ObjectManager", "InterfacesRemoved", [
+                    .objectPath(Self.path(of: id)), .stringArray([Interfaces.activityName]),
+                ])
+            case .propertiesChanged(let id, let fields):
+                guard let activity = registry.activity(id) else { continue }
+                let isCurrent = registry.currentID == id
+                propertiesChanged(Self.path(of: id), Interfaces.activityName,
+                                  fields.map { ($0.propertyName, activity.value(of: $0, isCurrent: isCurrent)) })
+            case .currentChanged(let from, let to):
+                if let from, registry.activity(from) != nil {
+                    propertiesChanged(Self.path(of: from), Interfaces.activityName, [("Current", .boolean(false))])
+                }
+                if let to, registry.activity(to) != nil {
+                    propertiesChanged(Self.path(of: to), Interfaces.activityName, [("Current", .boolean(true))])
+                }
+                propertiesChanged(Interfaces.managerPath, Interfaces.managerName, [("CurrentActivity", currentActivityPath)])
+            case .saveRequested:
+                break
+            }
+        }
+        rearmExpiryTimer()
+    }
+
+    var currentActivityPath: TypedValue { .objectPath(registry.currentID.map(Self.path(of:)) ?? "/") }
+
+    func allProperties(of activity: LiveActivity) -> TypedValue {
+        let isCurrent = registry.currentID == activity.id
+        return .stringVariantDictionary(ActivityField.allCases.map { ($0.propertyName, activity.value(of: $0, isCurrent: isCurrent)) })
+    }
+
+    private func propertiesChanged(_ path: String, _ interface: String, _ changed: [(String, TypedValue)]) {
+        signal(path, "org.freedesktop.DBus.Properties", "PropertiesChanged",
+               [.string(interface), .stringVariantDictionary(changed), .stringArray([])])
+    }
+
+    private func signal(_ path: String, _ interface: String, _ member: String, _ values: [TypedValue]) {
+        let message = Message.signal(path: path, interface: interface, member: member)
+        do {
+            try message.append(values)
+            bus.send(message)
+        } catch {
+            log.error("could not emit \(interface).\(member): \(error)")
+        }
+    }
+
+    // MARK: Expiry
+
+    /// One GLib timeout for the earliest expiration date; no polling.
+    private func rearmExpiryTimer() {
+        let next = [registry.nextExpiration(), saved.nextExpiration()].compactMap { $0 }.min()
+        guard next != expiryTimerDate || expiryTimer?.isActive != true else { return }
+        expiryTimer?.cancel()
+        expiryTimer = nil
+        expiryTimerDate = next
+        guard let next else { return }
+        let delayMilliseconds = max(0, min((next - configuration.clock()) / 1000 + 1, 86_400_000))
+        expiryTimer = loop.after(milliseconds: UInt32(delayMilliseconds)) { [unowned self] in
+            self.expiryTimer = nil
+            self.expiryTimerDate = nil
+            let now = configuration.clock()
+            saved.purgeExpired(now: now)
+            emit(registry.expireDue(now: now))
+        }
+    }
+}

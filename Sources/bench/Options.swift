@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+
+/// The command line of `useractivity-bench`.
+///
+/// Parsed by hand: swift-argument-parser is not a dependency of this target,
+/// and a handful of options does not justify one.
+struct BenchOptions {
+    /// The `useractivityd` executable; nil: `BuiltProducts.useractivityd()`
+    /// (which honours `USERACTIVITYD_PATH`).
+    var daemonPath: String?
+    /// Timed rounds; every selected scenario is sampled once per round.
+    var iterations = 20_000
+    /// Untimed rounds first, so caches, allocators and the CPU frequency settle.
+    var warmup = 2_000
+    /// Case-insensitive scenario names; empty: all of them.
+    var scenarios: [String] = []
+    var json = false
+    var listScenarios = false
+    var help = false
+
+    static let usage = """
+        usage: useractivity-bench [--daemon PATH] [--iterations N] [--warmup N]
+                                  [--scenario NAME[,NAME...]]... [--json] [--list-scenarios]
+
+        Starts a private session bus, lets it D-Bus-activate useractivityd, and measures
+        sequential round trips of one client connection: every scenario is sampled once
+        per round (interleaved, so machine noise hits all of them alike) and compared with
+        Peer.Ping to the same daemon, measured in the same run.
+
+          --daemon PATH       useractivityd to benchmark (default: the built product;
+                              USERACTIVITYD_PATH overrides the search)
+          --iterations N      timed rounds (default 20000)
+          --warmup N          untimed rounds first (default 2000)
+          --scenario NAMES    only these scenarios (repeatable or comma-separated;
+                              the Ping baseline always runs)
+          --json              print one JSON object instead of the table
+          --list-scenarios    print the scenario names and exit
+          -h, --help          this text
+        """
+
+    struct UsageError: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    static func parse(_ arguments: [String]) throws -> BenchOptions {
+        var options = BenchOptions()
+        var remaining = arguments[...]
+
+        func value(for option: String, inline: String?) throws -> String {
+            if let inline { return inline }
+            guard let next = remaining.popFirst() else { throw UsageError(description: "\(option) needs a value") }
+            return next
+        }
+        func count(_ text: String, for option: String, minimum: Int) throws -> Int {
+            guard let number = Int(text), number >= minimum else {
+                throw UsageError(description: "\(option) wants a whole number ≥ \(minimum), got '\(text)'")
+            }
+            return number
+        }
+
+        while let argument = remaining.popFirst() {
+            // Accept both `--option value` and `--option=value`.
+            var name = argument
+            var inline: String?
+            if argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") {
+                name = String(argument[..<equals])
+                inline = String(argument[argument.index(after: equals)...])
+            }
+            switch name {
+            case "--daemon":
+                options.daemonPath = try value(for: name, inline: inline)
+            case "--iterations", "-n":
+                options.iterations = try count(value(for: name, inline: inline), for: name, minimum: 1)
+            case "--warmup":
+                options.warmup = try count(value(for: name, inline: inline), for: name, minimum: 0)
+            case "--scenario", "--scenarios":
+                options.scenarios += try value(for: name, inline: inline)
+                    .split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            case "--json":
+                options.json = true
+            case "--list-scenarios":
+                options.listScenarios = true
+            case "-h", "--help":
+                options.help = true
+            default:
+                throw UsageError(description: "unknown argument '\(argument)'")
+            }
+        }
+        return options
+    }
+}

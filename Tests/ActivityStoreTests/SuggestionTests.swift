@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: Apache-2.0
+import ActivityStore
+import Foundation
+import Testing
+import TypedValues
+
+@Suite struct SuggestionTests {
+    func ids(_ hits: [SuggestionHit]) -> [String] { hits.map(\.activity.record.persistentIdentifier) }
+
+    @Test func onlyPredictionEligibleAndUnexpired() throws {
+        let store = try ActivityStore.inMemory()
+        try store.save(record(id: "yes", title: "A"), at: baseTime)
+        try store.save(record(id: "no", title: "B", prediction: false), at: baseTime)
+        try store.save(record(id: "gone", title: "C", expiration: baseTime + hour), at: baseTime)
+        #expect(Set(ids(try store.suggestions(limit: 0, appID: nil, now: baseTime + 1))) == ["yes", "gone"])
+        #expect(ids(try store.suggestions(limit: 0, appID: nil, now: baseTime + hour)) == ["yes"])
+    }
+
+    @Test func frequencyWins() throws {
+        let store = try ActivityStore.inMemory()
+        for _ in 0..<8 { try store.save(record(id: "often", title: "Often"), at: baseTime) }
+        try store.save(record(id: "once", title: "Once"), at: baseTime)
+        let hits = try store.suggestions(limit: 0, appID: nil, now: baseTime + hour)
+        #expect(ids(hits) == ["often", "once"])
+        #expect(hits[0].activity.useCount == 8)
+        #expect(abs(hits[0].score / hits[1].score - 4) < 1e-9) // 1 + log2(8) = 4 vs 1
+    }
+
+    @Test func recencyWins() throws {
+        let store = try ActivityStore.inMemory()
+        try store.save(record(id: "old", title: "Old"), at: baseTime - 30 * day)
+        try store.save(record(id: "new", title: "New"), at: baseTime - day)
+        let hits = try store.suggestions(limit: 0, appID: nil, now: baseTime)
+        #expect(ids(hits) == ["new", "old"])
+        // One half-life (7 days) apart would be a factor of 2; 29 days is 2^(29/7).
+        #expect(abs(hits[0].score / hits[1].score - exp2(29.0 / 7)) < 1e-6)
+    }
+
+    @Test func timeOfDayAffinity() throws {
+        let store = try ActivityStore.inMemory(hourOfDay: ActivityStore.utcHour)
+        for d in 1...3 {
+            try store.save(record(id: "morning", title: "Mail"), at: baseTime - Int64(d) * day + 9 * hour)
+            try store.save(record(id: "evening", title: "Movies"), at: baseTime - Int64(d) * day + 21 * hour)
+        }
+        #expect(ids(try store.suggestions(limit: 0, appID: nil, now: baseTime + 9 * hour + hour / 2)) == ["morning", "evening"])
+        #expect(ids(try store.suggestions(limit: 0, appID: nil, now: baseTime + 20 * hour)) == ["evening", "morning"])
+        // Midnight wraps: 23:00 is within an hour of 00:xx.
+        try store.save(record(id: "late", title: "Late"), at: baseTime - 2 * day + 23 * hour)
+        let atMidnight = try store.suggestions(limit: 0, appID: nil, now: baseTime + hour / 2)
+        #expect(ids(atMidnight).first == "late")
+    }
+
+    @Test func appFilterAndLimits() throws {
+        let store = try ActivityStore.inMemory()
+        try store.saveBatch((0..<250).map { record(app: $0 % 2 == 0 ? "com.example.A" : "com.example.B", id: "\($0)") },
+                            at: baseTime)
+        #expect(try store.suggestions(limit: 0, appID: nil, now: baseTime).count == 10)
+        #expect(try store.suggestions(limit: 3, appID: nil, now: baseTime).count == 3)
+        #expect(try store.suggestions(limit: 500, appID: nil, now: baseTime).count == 200)
+        let onlyB = try store.suggestions(limit: 200, appID: "com.example.B", now: baseTime)
+        #expect(onlyB.count == 125)
+        #expect(onlyB.allSatisfy { $0.activity.record.appID == "com.example.B" })
+        #expect(try store.suggestions(limit: 0, appID: "com.example.C", now: baseTime).isEmpty)
+    }
+
+    /// The early exit must not change the answer: compare with scores computed
+    /// from the documented formula over every entry.
+    @Test func boundedScanMatchesBruteForce() throws {
+        let store = try ActivityStore.inMemory(hourOfDay: ActivityStore.utcHour)
+        var generator = SplitMix64(seed: 7)
+        var expected: [String: Double] = [:]
+        let now = baseTime + 100 * day + 10 * hour
+        for i in 0..<400 {
+            let uses = Int.random(in: 1...40, using: &generator)
+            let last = now - Int64.random(in: 0...(90 * day), using: &generator)
+            let useHour = Int64((last / hour) % 24)
+            for u in 0..<uses {
+                // All uses of an entry at the same hour of day, the last at `last`.
+                try store.save(record(id: "\(i)"), at: last - Int64(uses - 1 - u) * day)
+            }
+            let distance = min(abs(useHour - 10), 24 - abs(useHour - 10))
+            let affinity = distance <= 1 ? 1.0 : 0.2
+            let age = Double(now - last)
+            expected["\(i)"] = (1 + log2(Double(uses))) * exp2(-age / ActivityStore.recencyHalfLife) * affinity
+        }
+        let bruteForce = expected.sorted { $0.value > $1.value }.prefix(10)
+        let hits = try store.suggestions(limit: 10, appID: nil, now: now)
+        #expect(ids(hits) == bruteForce.map(\.key))
+        for (hit, want) in zip(hits, bruteForce) {
+            #expect(abs(hit.score - want.value) < 1e-9 * want.value)
+        }
+    }
+}

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: Apache-2.0
+import DBusKit
+import Foundation
+import GLibSupport
+import Logging
+import TestSupport
+import TypedValues
+import UserActivityService
+
+/// The service in-process on a private `dbus-daemon`, its GLib loop on a
+/// thread of its own; clients are plain blocking connections.
+final class ServiceHarness: @unchecked Sendable {
+    let session: SessionEnvironment
+    let bus: PrivateBus
+    private let loop: MainLoop
+    private var service: UserActivityService?
+    private var serviceConnection: Connection?
+    private let ready = DispatchSemaphore(value: 0)
+    private var startError: Error?
+    let procRoot: TemporaryDirectory
+
+    static let editor = "com.example.Editor"
+    static let viewer = "com.example.Viewer"
+    static let sandboxed = "com.example.Sandboxed"
+
+    /// - Parameter confinedAs: when set, every in-process client appears as this Flatpak app.
+    init(confinedAs flatpakApp: String? = nil) throws {
+        session = try SessionEnvironment()
+        try session.writeDesktopEntry(appID: Self.editor, types: ["com.example.Editor.edit-document", "com.example.Editor.view"])
+        try session.writeDesktopEntry(appID: Self.viewer, types: ["com.example.Viewer.view"])
+        try session.writeDesktopEntry(appID: Self.sandboxed, types: ["com.example.Sandboxed.play"])
+        bus = try PrivateBus(environment: session)
+        procRoot = try TemporaryDirectory(prefix: "uap-")
+        if let flatpakApp {
+            // Our own PID appears sandboxed: /proc/<pid>/root/.flatpak-info names the app.
+            let root = try procRoot.makeDirectory("\(getpid())/root")
+            try writeFileAtomically(root + "/.flatpak-info", contents: "[Application]\nname=\(flatpakApp)\nruntime=runtime/org.gnome.Platform/x86_64/47\n")
+            try writeFileAtomically(procRoot.appending("\(getpid())/cgroup"), contents: "0::/user.slice/app-flatpak-\(flatpakApp)-1.scope\n")
+        }
+        loop = MainLoop.withNewContext()
+        var configuration = ServiceConfiguration(
+            applicationDirectories: [session.dataHome + "/applications"] + session.dataDirs.map { $0 + "/applications" },
+            stateDirectory: nil)
+        configuration.procRoot = flatpakApp == nil ? "/proc" : procRoot.path
+        let address = bus.address
+        let loop = self.loop
+        let box = UncheckedBox<ServiceHarness?>(nil)
+        let worker = Thread {
+            let harness = box.value!
+            do {
+                let connection = try Connection.bus(address: address)
+                try DBusMainLoopBridge.attach(connection, to: loop)
+                let service = try loop.withThreadDefault {
+                    try UserActivityService(bus: connection, loop: loop, configuration: configuration,
+                                            log: Logger(label: "test-service"))
+                }
+                try loop.withThreadDefault { try service.export() }
+                _ = try connection.requestName("org.example.UserActivity")
+                harness.service = service
+                harness.serviceConnection = connection
+            } catch {
+                harness.startError = error
+                harness.ready.signal()
+                return
+            }
+            harness.ready.signal()
+            loop.withThreadDefault { loop.run() }
+            harness.service = nil
+            harness.serviceConnection = nil
+        }
+        box.value = self
+        worker.start()
+        ready.wait()
+        if let startError { throw startError }
+    }
+
+    func stop() {
+        loop.quit()
+        _ = waitUntil(timeout: 5) { self.service == nil }
+        bus.stop()
+    }
+
+    deinit { stop() }
+
+    /// A new client connection to the private bus.
+    func client() throws -> Connection { try Connection.bus(address: bus.address) }
+}
+
+final class UncheckedBox<T>: @unchecked Sendable {
+    var value: T
+    init(_ value: T) { self.value = value }
+}
+
+// MARK: - Client conveniences
+
+let managerPath = "/org/example/UserActivity"
+let managerInterface = "org.example.UserActivity"
+let activityInterface = "org.example.UserActivity.Activity"
+
+extension Connection {
+    /// Calls a method of the service; an error reply is thrown as `DBusFailure`.
+    @discardableResult
+    func callService(_ path: String = managerPath, _ interface: String, _ member: String,
+                     _ arguments: [TypedValue] = []) throws -> [TypedValue] {
+        let message = Message.methodCall(destination: "org.example.UserActivity", path: path, interface: interface, member: member)
+        try message.append(arguments)
+        return try call(message, timeoutMilliseconds: 10_000).arguments()
+    }
+
+    func createActivity(_ type: String, _ properties: [(String, TypedValue)], becomeCurrent: Bool = false) throws -> String {
+        let reply = try callService(managerInterface, becomeCurrent ? "BecomeCurrent" : "CreateActivity",
+                                    [.string(type), .stringVariantDictionary(properties)])
+        return reply.first?.objectPathValue ?? ""
+    }
+
+    func property(_ path: String, _ interface: String, _ name: String) throws -> TypedValue {
+        try callService(path, "org.freedesktop.DBus.Properties", "Get", [.string(interface), .string(name)])
+            .first?.unwrappedVariant ?? .string("")
+    }
+}
+
+/// The D-Bus error name `body` failed with, or nil when it succeeded.
+func dbusErrorName(_ body: () throws -> Void) -> String? {
+    do {
+        try body()
+        return nil
+    } catch let failure as DBusFailure {
+        return failure.name
+    } catch {
+        return "not a D-Bus error: \(error)"
+    }
+}
