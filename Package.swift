@@ -54,6 +54,7 @@ let package = Package(
             "UserActivityService", "DBusKit", "GLibSupport", "TestSupport", "TypedValues",
         ]),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "DBusKit", "TypedValues"]),
+        .testTarget(name: "ContinuationTests", dependencies: ["TestSupport", "DBusKit", "TypedValues"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -34,6 +34,7 @@ final class BenchSession {
         session = try SessionEnvironment(prefix: "uabench-")
         try session.writeDesktopEntry(appID: Fixture.appID, types: [Fixture.activityType], name: "Bench")
         bus = try PrivateBus(environment: session)
+        InterruptCleanup.track(processGroup: bus.pid, directories: [session.root, bus.directory.path])
         // Activation, not spawning: the daemon then starts the way a desktop
         // session starts it, and the first call below proves activation works.
         try bus.installService(name: Service.busName, exec: shellQuote(daemonPath))
@@ -58,6 +59,7 @@ final class BenchSession {
     func stop() {
         connection.close()
         bus.stop()
+        InterruptCleanup.untrack()
     }
 
     // MARK: Calls
@@ -96,7 +98,8 @@ final class BenchSession {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
         func field(_ name: String) -> Int? {
             for line in status.split(separator: "\n") where line.hasPrefix(name + ":") {
-                return Int(line.dropFirst(name.count + 1).split(separator: " ").first ?? "")
+                // "VmRSS:\t   12345 kB": tabs and spaces before the number.
+                return line.dropFirst(name.count + 1).split(whereSeparator: { $0 == " " || $0 == "\t" }).first.flatMap { Int($0) }
             }
             return nil
         }

@@ -6,7 +6,7 @@ extension BenchReport {
     func json() throws -> String {
         let encoder = JSONEncoder()
         encoder.keyEncodingStrategy = .convertToSnakeCase
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         return String(decoding: try encoder.encode(self), as: UTF8.self)
     }
 
@@ -43,8 +43,8 @@ extension BenchReport {
         for scenario in scenarios {
             out.append("\(scenario.name): \(scenario.timed)")
             out.append("    n=\(scenario.latency.samples)  min \(fixed(scenario.latency.minUs)) µs  p99.9 \(fixed(scenario.latency.p999Us)) µs  max \(fixed(scenario.latency.maxUs)) µs")
-            for key in scenario.factOrder {
-                out.append("    \(key): \(scenario.facts[key] ?? "")")
+            for fact in scenario.facts {
+                out.append("    \(fact.name): \(fact.value)")
             }
         }
         out.append("")

@@ -23,9 +23,13 @@ struct ScenarioFigures: Codable {
     var maxRatio: Double?
     var p50Pass: Bool?
     var p99Pass: Bool?
-    var facts: [String: String]
-    /// The facts in the order the scenario gave them (the dictionary loses it).
-    var factOrder: [String]
+    /// In the order the scenario gave them.
+    var facts: [Fact]
+
+    struct Fact: Codable {
+        var name: String
+        var value: String
+    }
 }
 
 struct DaemonFigures: Codable {
@@ -67,6 +71,7 @@ struct Runner {
             session.stop()
             return report
         } catch {
+            InterruptCleanup.parkIfInterrupted()
             // The daemon's own words usually say why a call failed.
             let log = session.bus.log.trimmingCharacters(in: .whitespacesAndNewlines)
             session.stop()
@@ -114,7 +119,7 @@ struct Runner {
                 p50Ratio: p50Ratio, p99Ratio: p99Ratio, maxRatio: scenario.maxRatioToBaseline,
                 p50Pass: scenario.maxRatioToBaseline.map { p50Ratio <= $0 },
                 p99Pass: scenario.maxRatioToBaseline.map { p99Ratio <= $0 },
-                facts: Dictionary(facts, uniquingKeysWith: { _, last in last }), factOrder: facts.map(\.0)))
+                facts: facts.map { ScenarioFigures.Fact(name: $0.0, value: $0.1) }))
         }
 
         let half = baselineSamples.count / 2

@@ -8,6 +8,7 @@ func note(_ text: String) {
 }
 
 func runBench() -> Int32 {
+    InterruptCleanup.install()
     let options: BenchOptions
     do {
         options = try BenchOptions.parse(Array(CommandLine.arguments.dropFirst()))

@@ -116,7 +116,9 @@ import TypedValues
         #expect(try titles(store, "common", limit: 0).count == 20)
         #expect(try titles(store, "common", limit: 5).count == 5)
         #expect(try titles(store, "common", limit: 1000).count == 200)
-        #expect(try titles(store, "common 17") == ["common 17"])
+        // The last word is a prefix: 17 and 170…179.
+        #expect(Set(try titles(store, "common 17")) == Set(["common 17"] + (170...179).map { "common \($0)" }))
+        #expect(try titles(store, "common 249") == ["common 249"])
     }
 
     @Test func rankingPrefersTitleMatchesAndRecentUse() throws {

@@ -46,11 +46,11 @@ private let errorPrefix = "org.example.UserActivity.Error."
         let watcher = try harness.client()
         try watcher.addMatch("type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'")
         let path = try owner.createActivity(editType, [claimEditor, ("title", .string("One"))])
-        try owner.callService(path, activityInterface, "Update",
+        try owner.callService(on: path, activityInterface, "Update",
                               [.stringVariantDictionary([("title", .string("Two")), ("keywords", .stringArray(["a", "b"]))])])
         // A failing update changes nothing.
         #expect(dbusErrorName {
-            try owner.callService(path, activityInterface, "Update",
+            try owner.callService(on: path, activityInterface, "Update",
                                   [.stringVariantDictionary([("title", .string("Three")), ("webpage-url", .string("ftp://x"))])])
         } == errorPrefix + "InvalidArgument")
         #expect(try owner.property(path, activityInterface, "Title") == .string("Two"))
@@ -76,16 +76,16 @@ private let errorPrefix = "org.example.UserActivity.Error."
         let a = try client.createActivity(editType, [claimEditor])
         let b = try client.createActivity("com.example.Viewer.view", [("app-id", .string(ServiceHarness.viewer))])
         #expect(try client.property(managerPath, managerInterface, "CurrentActivity") == .objectPath("/"))
-        try client.callService(a, activityInterface, "BecomeCurrent")
+        try client.callService(on: a, activityInterface, "BecomeCurrent")
         #expect(try client.property(a, activityInterface, "Current") == .boolean(true))
-        try client.callService(b, activityInterface, "BecomeCurrent")
+        try client.callService(on: b, activityInterface, "BecomeCurrent")
         #expect(try client.property(a, activityInterface, "Current") == .boolean(false))
         #expect(try client.property(managerPath, managerInterface, "CurrentActivity") == .objectPath(b))
-        try client.callService(a, activityInterface, "ResignCurrent")
+        try client.callService(on: a, activityInterface, "ResignCurrent")
         #expect(try client.property(managerPath, managerInterface, "CurrentActivity") == .objectPath(b))
-        try client.callService(b, activityInterface, "Invalidate")
+        try client.callService(on: b, activityInterface, "Invalidate")
         #expect(try client.property(managerPath, managerInterface, "CurrentActivity") == .objectPath("/"))
-        #expect(dbusErrorName { try client.callService(b, activityInterface, "BecomeCurrent") }
+        #expect(dbusErrorName { try client.callService(on: b, activityInterface, "BecomeCurrent") }
                 == "org.freedesktop.DBus.Error.UnknownObject")
     }
 
@@ -96,17 +96,17 @@ private let errorPrefix = "org.example.UserActivity.Error."
         try viewer.callService(managerInterface, "RegisterApplication", [.string(ServiceHarness.viewer)])
         let path = try editor.createActivity(editType, [claimEditor])
         for member in ["BecomeCurrent", "ResignCurrent", "Invalidate"] {
-            #expect(dbusErrorName { try viewer.callService(path, activityInterface, member) } == errorPrefix + "AccessDenied")
+            #expect(dbusErrorName { try viewer.callService(on: path, activityInterface, member) } == errorPrefix + "AccessDenied")
         }
         #expect(dbusErrorName {
-            try viewer.callService(path, "org.freedesktop.DBus.Properties", "Set",
+            try viewer.callService(on: path, "org.freedesktop.DBus.Properties", "Set",
                                    [.string(activityInterface), .string("Title"), .variant(.string("mine"))])
         } == errorPrefix + "AccessDenied")
         #expect(dbusErrorName {
-            try editor.callService(path, "org.freedesktop.DBus.Properties", "Set",
+            try editor.callService(on: path, "org.freedesktop.DBus.Properties", "Set",
                                    [.string(activityInterface), .string("AppId"), .variant(.string("x.y"))])
         } == "org.freedesktop.DBus.Error.PropertyReadOnly")
-        try editor.callService(path, "org.freedesktop.DBus.Properties", "Set",
+        try editor.callService(on: path, "org.freedesktop.DBus.Properties", "Set",
                                [.string(activityInterface), .string("Title"), .variant(.string("ok"))])
         #expect(try viewer.property(path, activityInterface, "Title") == .string("ok"), "unconfined callers may read")
     }
@@ -132,7 +132,7 @@ private let errorPrefix = "org.example.UserActivity.Error."
         let harness = try ServiceHarness()
         let client = try harness.client()
         let path = try client.createActivity(editType, [claimEditor, ("title", .string("Doc"))])
-        let reply = try client.callService(managerPath, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
+        let reply = try client.callService(on: managerPath, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
         guard case .dictionary("o", "a{sa{sv}}", let entries)? = reply.first else {
             Issue.record("unexpected reply \(reply)")
             return
@@ -174,9 +174,9 @@ private let errorPrefix = "org.example.UserActivity.Error."
         defer { holder.kill() }
         let path = try #require(try holder.readLine(timeout: 10))
         let client = try harness.client()
-        #expect(dbusErrorName { try client.callService(path, activityInterface, "Invalidate") } == errorPrefix + "AccessDenied")
+        #expect(dbusErrorName { try client.callService(on: path, activityInterface, "Invalidate") } == errorPrefix + "AccessDenied")
         #expect(dbusErrorName { _ = try client.property(path, activityInterface, "Title") } == errorPrefix + "AccessDenied")
-        let reply = try client.callService(managerPath, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
+        let reply = try client.callService(on: managerPath, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
         #expect(reply.first == .dictionary(keyType: "o", valueType: "a{sa{sv}}", []), "a sandbox sees only its own activities")
     }
 }
@@ -202,9 +202,9 @@ private let errorPrefix = "org.example.UserActivity.Error."
         let harness = try ServiceHarness()
         let client = try harness.client()
         let documented = try Self.documentedXML()
-        let managerXML = try client.callService(managerPath, "org.freedesktop.DBus.Introspectable", "Introspect").first?.stringValue ?? ""
+        let managerXML = try client.callService(on: managerPath, "org.freedesktop.DBus.Introspectable", "Introspect").first?.stringValue ?? ""
         let path = try client.createActivity(editType, [claimEditor])
-        let activityXML = try client.callService(path, "org.freedesktop.DBus.Introspectable", "Introspect").first?.stringValue ?? ""
+        let activityXML = try client.callService(on: path, "org.freedesktop.DBus.Introspectable", "Introspect").first?.stringValue ?? ""
         for (served, interface) in [(managerXML, Interfaces.manager), (activityXML, Interfaces.activity)] {
             let block = interface.xml()
             #expect(documented.contains(block))

@@ -43,10 +43,13 @@ final class ServiceHarness: @unchecked Sendable {
             stateDirectory: nil)
         configuration.procRoot = flatpakApp == nil ? "/proc" : procRoot.path
         let address = bus.address
-        let loop = self.loop
+        let loopBox = UncheckedBox(loop)
+        let configurationBox = UncheckedBox(configuration)
         let box = UncheckedBox<ServiceHarness?>(nil)
         let worker = Thread {
             let harness = box.value!
+            let loop = loopBox.value
+            let configuration = configurationBox.value
             do {
                 let connection = try Connection.bus(address: address)
                 try DBusMainLoopBridge.attach(connection, to: loop)
@@ -100,7 +103,7 @@ let activityInterface = "org.example.UserActivity.Activity"
 extension Connection {
     /// Calls a method of the service; an error reply is thrown as `DBusFailure`.
     @discardableResult
-    func callService(_ path: String = managerPath, _ interface: String, _ member: String,
+    func callService(on path: String = managerPath, _ interface: String, _ member: String,
                      _ arguments: [TypedValue] = []) throws -> [TypedValue] {
         let message = Message.methodCall(destination: "org.example.UserActivity", path: path, interface: interface, member: member)
         try message.append(arguments)
@@ -114,7 +117,7 @@ extension Connection {
     }
 
     func property(_ path: String, _ interface: String, _ name: String) throws -> TypedValue {
-        try callService(path, "org.freedesktop.DBus.Properties", "Get", [.string(interface), .string(name)])
+        try callService(on: path, "org.freedesktop.DBus.Properties", "Get", [.string(interface), .string(name)])
             .first?.unwrappedVariant ?? .string("")
     }
 }

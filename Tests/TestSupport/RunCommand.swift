@@ -40,6 +40,7 @@ public struct CommandResult: Sendable, CustomStringConvertible {
 /// Thrown by ``CommandResult/requireSuccess()``.
 public struct CommandFailure: Error, CustomStringConvertible, Sendable {
     public var result: CommandResult
+    public init(result: CommandResult) { self.result = result }
     public var description: String { "command failed: \(result)" }
 }
 

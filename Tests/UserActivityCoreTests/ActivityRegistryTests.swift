@@ -12,6 +12,12 @@ private func patch(_ pairs: [(String, TypedValue)], claim: Bool = true) throws -
     try ActivityPatch.parse(pairs, allowsAppIDClaim: claim)
 }
 
+/// The kind of `UserActivityError` thrown by `body`, or nil.
+private func errorKind(_ body: () throws -> Void) -> UserActivityError.Kind? {
+    do { try body() } catch let error as UserActivityError { return error.kind } catch { return nil }
+    return nil
+}
+
 private let editor = "com.example.Editor"
 private let viewer = "com.example.Viewer"
 
@@ -71,21 +77,16 @@ private let viewer = "com.example.Viewer"
         #expect(registry.expireDue(now: 99).isEmpty)
         #expect(registry.expireDue(now: 100) == [.currentChanged(from: a.id, to: nil)])
         #expect(registry.activity(a.id) != nil, "an expired activity stays on the bus until invalidated")
-        #expect(throws: UserActivityError(.expired, "")) { try registry.becomeCurrent(a.id, now: 101) } matching: { _ in true }
-        do {
-            _ = try registry.becomeCurrent(a.id, now: 101)
-            Issue.record("expected Expired")
-        } catch { #expect(error.kind == .expired) }
+        #expect(errorKind { _ = try registry.becomeCurrent(a.id, now: 101) } == .expired, "expected Expired")
         #expect(registry.nextExpiration() == nil)
     }
 
     @Test func creatingWithAPastExpirationIsExpired() throws {
         let registry = makeRegistry()
-        do {
+        #expect(errorKind {
             _ = try registry.create(type: "\(editor).edit", properties: try patch([("expiration-date", .int64(5))]),
                                     app: editor, connection: ":1.1", now: 10)
-            Issue.record("expected Expired")
-        } catch { #expect(error.kind == .expired) }
+        } == .expired)
     }
 }
 
@@ -95,10 +96,7 @@ private let viewer = "com.example.Viewer"
         for _ in 0..<256 {
             _ = try registry.create(type: "\(editor).edit", properties: ActivityPatch(), app: editor, connection: ":1.1", now: 1)
         }
-        do {
-            _ = try registry.create(type: "\(editor).edit", properties: ActivityPatch(), app: editor, connection: ":1.1", now: 1)
-            Issue.record("expected LimitExceeded")
-        } catch { #expect(error.kind == .limitExceeded) }
+        #expect(errorKind { _ = try registry.create(type: "\(editor).edit", properties: ActivityPatch(), app: editor, connection: ":1.1", now: 1) } == .limitExceeded, "expected LimitExceeded")
         // Another connection is unaffected.
         _ = try registry.create(type: "\(editor).edit", properties: ActivityPatch(), app: editor, connection: ":1.2", now: 1)
     }
@@ -110,10 +108,7 @@ private let viewer = "com.example.Viewer"
         for n in 0..<3 {
             _ = try registry.create(type: "\(editor).edit", properties: ActivityPatch(), app: editor, connection: ":1.\(n)", now: 1)
         }
-        do {
-            _ = try registry.create(type: "\(editor).edit", properties: ActivityPatch(), app: editor, connection: ":1.9", now: 1)
-            Issue.record("expected LimitExceeded")
-        } catch { #expect(error.kind == .limitExceeded) }
+        #expect(errorKind { _ = try registry.create(type: "\(editor).edit", properties: ActivityPatch(), app: editor, connection: ":1.9", now: 1) } == .limitExceeded, "expected LimitExceeded")
     }
 
     @Test func userInfoOver64KiBIsTooLargeAndNothingIsApplied() throws {
@@ -121,10 +116,7 @@ private let viewer = "com.example.Viewer"
         let (a, _) = try registry.create(type: "\(editor).edit", properties: try patch([("title", .string("Before"))]),
                                          app: editor, connection: ":1.1", now: 1)
         let big = TypedValue.stringVariantDictionary([("blob", .string(String(repeating: "x", count: 70 * 1024)))])
-        do {
-            _ = try registry.update(a.id, with: try patch([("title", .string("After")), ("user-info", big)]), now: 2)
-            Issue.record("expected UserInfoTooLarge")
-        } catch { #expect(error.kind == .userInfoTooLarge) }
+        #expect(errorKind { _ = try registry.update(a.id, with: try patch([("title", .string("After")), ("user-info", big)]), now: 2) } == .userInfoTooLarge, "expected UserInfoTooLarge")
         #expect(registry.activity(a.id)?.properties.title == "Before", "nothing is half-applied")
     }
 
@@ -143,22 +135,15 @@ private let viewer = "com.example.Viewer"
         for pairs in [[("title", TypedValue.string(tooLongTitle))],
                       [("keywords", .stringArray(Array(repeating: "k", count: 65)))],
                       [("keywords", .stringArray([String(repeating: "k", count: 1025)]))]] {
-            do {
-                _ = try patch(pairs).applied(to: ActivityProperties(), limits: .standard)
-                Issue.record("expected LimitExceeded for \(pairs[0].0)")
-            } catch { #expect(error.kind == .limitExceeded) }
+            #expect(errorKind { _ = try patch(pairs).applied(to: ActivityProperties(), limits: .standard) } == .limitExceeded, "expected LimitExceeded for \(pairs[0].0)")
         }
     }
 }
 
 @Suite struct PropertyValidation {
     private func expectInvalid(_ pairs: [(String, TypedValue)], claim: Bool = true, sourceLocation: SourceLocation = #_sourceLocation) {
-        do {
-            _ = try patch(pairs, claim: claim).applied(to: ActivityProperties(), limits: .standard)
-            Issue.record("expected InvalidArgument", sourceLocation: sourceLocation)
-        } catch {
-            #expect(error.kind == .invalidArgument, sourceLocation: sourceLocation)
-        }
+        #expect(errorKind { _ = try patch(pairs, claim: claim).applied(to: ActivityProperties(), limits: .standard) } == .invalidArgument,
+                "expected InvalidArgument", sourceLocation: sourceLocation)
     }
 
     @Test func unknownKeysWrongTypesAndActivityTypeAreInvalid() {
@@ -192,10 +177,7 @@ private let viewer = "com.example.Viewer"
         let props = try patch([("user-info", info), ("required-user-info-keys", .stringArray(["doc"]))])
             .applied(to: ActivityProperties(), limits: .standard)
         #expect(props.savedUserInfo.map(\.key) == ["doc"], "only required keys are kept in saved copies")
-        do {
-            _ = try patch([("user-info", .stringVariantDictionary([("scroll", .int32(1))]))]).applied(to: props, limits: .standard)
-            Issue.record("expected MissingRequiredUserInfoKeys")
-        } catch { #expect(error.kind == .missingRequiredUserInfoKeys) }
+        #expect(errorKind { _ = try patch([("user-info", .stringVariantDictionary([("scroll", .int32(1))]))]).applied(to: props, limits: .standard) } == .missingRequiredUserInfoKeys, "expected MissingRequiredUserInfoKeys")
     }
 
     @Test func addUserInfoEntriesMergesAndKeepsOrder() throws {
@@ -223,10 +205,7 @@ private let viewer = "com.example.Viewer"
     @Test func setRefusesReadOnlyAndUnknownProperties() {
         for (name, kind) in [("AppId", UserActivityError.Kind.propertyReadOnly), ("ActivityType", .propertyReadOnly),
                              ("Current", .propertyReadOnly), ("Colour", .unknownProperty)] {
-            do {
-                _ = try ActivityPatch.setting(propertyName: name, to: .string("x"))
-                Issue.record("expected \(kind)")
-            } catch { #expect(error.kind == kind) }
+            #expect(errorKind { _ = try ActivityPatch.setting(propertyName: name, to: .string("x")) } == kind, "expected \(kind)")
         }
     }
 }
@@ -241,10 +220,7 @@ private let viewer = "com.example.Viewer"
 
     @Test func declaredTypeIsRequired() throws {
         let registry = makeRegistry()
-        do {
-            _ = try registry.create(type: "com.other.App.edit", properties: ActivityPatch(), app: editor, connection: ":1.1", now: 1)
-            Issue.record("expected NotDeclared")
-        } catch { #expect(error.kind == .notDeclared) }
+        #expect(errorKind { _ = try registry.create(type: "com.other.App.edit", properties: ActivityPatch(), app: editor, connection: ":1.1", now: 1) } == .notDeclared, "expected NotDeclared")
     }
 
     @Test func optionsAreParsedAndClamped() throws {
