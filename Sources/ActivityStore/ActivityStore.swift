@@ -200,10 +200,8 @@ public final class ActivityStore: Sendable {
                 entry.hours.add(hour: hour)
                 // Move the entry to the end of rowid order (see Schema.version1):
                 // rowid order stays last-use order, which search relies on.
-                let maxID = try db.withStatement("SELECT max(id) FROM entries") { statement throws(StoreError) in
-                    try statement.step() ? statement.int64(0) : 0
-                }
-                if entry.id != maxID { entry.id = maxID + 1 }
+                let last = try Self.highestRowID(db)
+                if entry.id != last { entry.id = last + 1 }
             }
             try db.withStatement("""
                 UPDATE entries SET id = ?1, activity_type = ?2, title = ?3, content_description = ?4,
@@ -234,14 +232,16 @@ public final class ActivityStore: Sendable {
         }
 
         let savedID = newSavedID()
+        let rowID = try highestRowID(db) + 1
         var hours = UseHours()
         if countsAsUse { hours.add(hour: hour) }
         try db.withStatement("""
-            INSERT INTO entries (saved_id, app_id, activity_type, persistent_id, title, content_description,
+            INSERT INTO entries (id, saved_id, app_id, activity_type, persistent_id, title, content_description,
                 keywords, keyword_list, webpage_url, eligible_search, eligible_prediction, expiration, phrase,
                 properties, use_count, last_used, created, use_hours)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?16, ?17)
+            VALUES (?18, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?16, ?17)
             """) { statement throws(StoreError) in
+            try statement.bind(18, rowID)
             try statement.bind(1, savedID)
             try statement.bind(2, record.appID)
             try statement.bind(3, record.activityType)
@@ -262,6 +262,14 @@ public final class ActivityStore: Sendable {
             try statement.run()
         }
         return savedID
+    }
+
+    /// The largest rowid in use (0 when empty): new and just-used entries get
+    /// the next one, so descending rowid order is newest-use first.
+    private static func highestRowID(_ db: SQLiteConnection) throws(StoreError) -> Int64 {
+        try db.withStatement("SELECT coalesce(max(id), 0) FROM entries") { statement throws(StoreError) in
+            try statement.step() ? statement.int64(0) : 0
+        }
     }
 
     /// 128 random bits as 32 lowercase hex digits: unguessable, so a saved ID
@@ -378,7 +386,7 @@ public final class ActivityStore: Sendable {
     ///
     /// Bounded work: candidates are the matching entries in last-use order
     /// (FTS5 rowid order, see `Schema.version1`), at most
-    /// `min(max(4 × limit, 200), 1000)` of them; when more entries match, the
+    /// `min(max(2 × limit, 100), 400)` of them; when more entries match, the
     /// least recently used ones are not ranked. App and type filters run
     /// inside the FTS5 query.
     ///
@@ -391,7 +399,7 @@ public final class ActivityStore: Sendable {
             return []
         }
         let limit = Self.clampedLimit(limit, default: 20)
-        let candidateLimit = min(max(4 * limit, 200), 1000)
+        let candidateLimit = min(max(2 * limit, 100), 400)
         return try connection.withLock { db throws(StoreError) in
             var candidates: [(rowID: Int64, score: Double, lastUsed: Int64)] = []
             candidates.reserveCapacity(candidateLimit)
@@ -431,7 +439,7 @@ public final class ActivityStore: Sendable {
     // MARK: - Suggestions
 
     /// At most this many entries are scored per suggestion call.
-    static let suggestionScanLimit = 5000
+    static let suggestionScanLimit = 2000
 
     /// Prediction-eligible, unexpired entries ranked for suggestion, best first.
     ///
@@ -449,7 +457,8 @@ public final class ActivityStore: Sendable {
     /// Bounded work: entries are read newest-use first through an index, and
     /// the scan stops as soon as no further entry can beat the current
     /// `limit`-th score (its bound is `(1 + log2(maxUseCount)) × recency`),
-    /// or after 5000 entries.
+    /// or after 2000 entries (then the answer is the best of the 2000
+    /// most recently used).
     ///
     /// - Parameters:
     ///   - limit: 0 = 10; at most 200.

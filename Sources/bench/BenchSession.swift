@@ -117,6 +117,20 @@ final class BenchSession {
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
+    /// Nanoseconds on a CPU summed over a process's live threads
+    /// (`/proc/PID/task/*/schedstat`, first field): fine-grained where
+    /// `/proc/PID/stat` counts 10 ms ticks, so a few thousand calls suffice.
+    static func cpuNanoseconds(of pid: Int32) -> UInt64? {
+        guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return nil }
+        var total: UInt64 = 0
+        for task in tasks {
+            guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/schedstat", encoding: .utf8),
+                  let first = text.split(separator: " ").first, let ns = UInt64(first) else { continue }
+            total += ns
+        }
+        return total
+    }
+
     /// The 1-, 5- and 15-minute load averages.
     static func loadAverage() -> [Double] {
         guard let text = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8) else { return [] }

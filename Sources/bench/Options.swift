@@ -13,6 +13,8 @@ struct BenchOptions {
     var iterations = 20_000
     /// Untimed rounds first, so caches, allocators and the CPU frequency settle.
     var warmup = 2_000
+    /// Calls per scenario in the separate CPU-cost pass (0: skip it).
+    var cpuSamples = 2_000
     /// Case-insensitive scenario names; empty: all of them.
     var scenarios: [String] = []
     var json = false
@@ -21,7 +23,8 @@ struct BenchOptions {
 
     static let usage = """
         usage: useractivity-bench [--daemon PATH] [--iterations N] [--warmup N]
-                                  [--scenario NAME[,NAME...]]... [--json] [--list-scenarios]
+                                  [--cpu-samples N] [--scenario NAME[,NAME...]]...
+                                  [--json] [--list-scenarios]
 
         Starts a private session bus, lets it D-Bus-activate useractivityd, and measures
         sequential round trips of one client connection: every scenario is sampled once
@@ -32,6 +35,9 @@ struct BenchOptions {
                               USERACTIVITYD_PATH overrides the search)
           --iterations N      timed rounds (default 20000)
           --warmup N          untimed rounds first (default 2000)
+          --cpu-samples N     calls per scenario in a separate pass that measures the
+                              CPU time useractivityd and dbus-daemon spend per call
+                              (default 2000; 0 skips it)
           --scenario NAMES    only these scenarios (repeatable or comma-separated;
                               the Ping baseline always runs)
           --json              print one JSON object instead of the table
@@ -74,6 +80,8 @@ struct BenchOptions {
                 options.iterations = try count(value(for: name, inline: inline), for: name, minimum: 1)
             case "--warmup":
                 options.warmup = try count(value(for: name, inline: inline), for: name, minimum: 0)
+            case "--cpu-samples":
+                options.cpuSamples = try count(value(for: name, inline: inline), for: name, minimum: 0)
             case "--scenario", "--scenarios":
                 options.scenarios += try value(for: name, inline: inline)
                     .split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }

@@ -43,6 +43,9 @@ extension BenchReport {
         for scenario in scenarios {
             out.append("\(scenario.name): \(scenario.timed)")
             out.append("    n=\(scenario.latency.samples)  min \(fixed(scenario.latency.minUs)) µs  p99.9 \(fixed(scenario.latency.p999Us)) µs  max \(fixed(scenario.latency.maxUs)) µs")
+            if scenario.daemonCpuUsPerCall != nil || scenario.busCpuUsPerCall != nil {
+                out.append("    CPU per call (separate pass of \(cpuSamples), bookkeeping included): useractivityd \(optionalFixed(scenario.daemonCpuUsPerCall)) µs, dbus-daemon \(optionalFixed(scenario.busCpuUsPerCall)) µs")
+            }
             for fact in scenario.facts {
                 out.append("    \(fact.name): \(fact.value)")
             }
@@ -77,6 +80,8 @@ extension BenchReport {
     }
 
     private func fixed(_ value: Double) -> String { String(format: "%.1f", value) }
+
+    private func optionalFixed(_ value: Double?) -> String { value.map(fixed) ?? "n/a" }
 
     private func ratio(_ value: Double, _ pass: Bool?) -> String {
         let text = String(format: "%.2f×", value)

@@ -5,6 +5,7 @@ import Foundation
 struct BenchReport: Codable {
     var iterations: Int
     var warmup: Int
+    var cpuSamples: Int
     var order: String
     var baseline: String
     var scenarios: [ScenarioFigures]
@@ -21,6 +22,10 @@ struct ScenarioFigures: Codable {
     var p50Ratio: Double
     var p99Ratio: Double
     var maxRatio: Double?
+    /// CPU time per sample from the separate, non-interleaved pass (bookkeeping
+    /// calls such as CreateActivity's Invalidate included); nil when skipped.
+    var daemonCpuUsPerCall: Double?
+    var busCpuUsPerCall: Double?
     var p50Pass: Bool?
     var p99Pass: Bool?
     /// In the order the scenario gave them.
@@ -103,9 +108,29 @@ struct Runner {
         let memory = BenchSession.memory(of: pid)
         let loadAfter = BenchSession.loadAverage()
 
+        // CPU cost per call: a pass per scenario, after the latency rounds so
+        // it cannot disturb them. Interleaving would mix the scenarios' costs.
+        var cpuPerCall: [(daemon: Double?, bus: Double?)] = Array(repeating: (nil, nil), count: benchmarks.count)
+        if options.cpuSamples > 0 {
+            progress("CPU pass: \(options.cpuSamples) calls per scenario")
+            for (index, benchmark) in benchmarks.enumerated() {
+                let daemonBefore = BenchSession.cpuNanoseconds(of: pid)
+                let busBefore = BenchSession.cpuNanoseconds(of: session.bus.pid)
+                for _ in 0..<options.cpuSamples { _ = try benchmark.sample(session) }
+                let daemonAfter = BenchSession.cpuNanoseconds(of: pid)
+                let busAfter = BenchSession.cpuNanoseconds(of: session.bus.pid)
+                func perCall(_ before: UInt64?, _ after: UInt64?) -> Double? {
+                    guard let before, let after, after >= before else { return nil }
+                    return Double(after - before) / Double(options.cpuSamples) / 1000
+                }
+                cpuPerCall[index] = (perCall(daemonBefore, daemonAfter), perCall(busBefore, busAfter))
+            }
+        }
+
         for benchmark in benchmarks { try benchmark.tearDown(session) }
 
-        // Figures.
+        // Figures. `ScenarioCatalog.select` keeps the baseline first.
+        precondition(scenarios.first?.name == ScenarioCatalog.baseline.name, "the baseline must be scenario 0")
         let baselineSamples = samples[0]
         let baseline = LatencySummary(nanoseconds: baselineSamples)
         var figures: [ScenarioFigures] = []
@@ -117,6 +142,7 @@ struct Runner {
             figures.append(ScenarioFigures(
                 name: scenario.name, timed: scenario.timed, latency: latency,
                 p50Ratio: p50Ratio, p99Ratio: p99Ratio, maxRatio: scenario.maxRatioToBaseline,
+                daemonCpuUsPerCall: cpuPerCall[index].daemon, busCpuUsPerCall: cpuPerCall[index].bus,
                 p50Pass: scenario.maxRatioToBaseline.map { p50Ratio <= $0 },
                 p99Pass: scenario.maxRatioToBaseline.map { p99Ratio <= $0 },
                 facts: facts.map { ScenarioFigures.Fact(name: $0.0, value: $0.1) }))
@@ -140,7 +166,7 @@ struct Runner {
             wallSecondsTimedPhase: wallSeconds)
 
         return BenchReport(
-            iterations: options.iterations, warmup: options.warmup,
+            iterations: options.iterations, warmup: options.warmup, cpuSamples: options.cpuSamples,
             order: "interleaved: every scenario once per round, the first one rotating",
             baseline: ScenarioCatalog.baseline.name, scenarios: figures, daemon: daemon, noise: noise,
             allTargetsMet: figures.allSatisfy { ($0.p50Pass ?? true) && ($0.p99Pass ?? true) })

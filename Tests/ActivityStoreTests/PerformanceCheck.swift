@@ -48,7 +48,7 @@ import TypedValues
                 let start = ContinuousClock.now
                 results = try body()
                 let elapsed = ContinuousClock.now - start
-                times.append(Double(elapsed.components.attoseconds) / 1e12 + Double(elapsed.components.seconds) * 1e3)
+                times.append(Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1e3)
             }
             times.sort()
             let p50 = times[runs / 2], p99 = times[runs * 99 / 100]

@@ -160,18 +160,24 @@ private let errorPrefix = "org.example.UserActivity.Error."
 
     @Test func aSandboxedAppCannotTouchOrReadAHostAppsActivity() throws {
         let harness = try ServiceHarness(confinedAs: ServiceHarness.sandboxed)
-        // A host process (gdbus, not in the fixture procfs) creates and holds an activity.
+        // A host process creates and holds an activity. The probe fails closed for a
+        // PID missing from the procfs tree, so the holder waits until its host entry exists.
+        let goFile = harness.procRoot.appending("go")
         let holder = try harness.bus.spawn("/usr/bin/python3", ["-c", """
-            import sys
+            import os, sys, time
             from gi.repository import Gio, GLib
+            while not os.path.exists(sys.argv[1]): time.sleep(0.01)
             bus = Gio.bus_get_sync(Gio.BusType.SESSION, None)
             r = bus.call_sync('org.example.UserActivity', '/org/example/UserActivity', 'org.example.UserActivity',
                 'CreateActivity', GLib.Variant('(sa{sv})', ('com.example.Editor.edit-document', {'app-id': GLib.Variant('s', 'com.example.Editor')})),
                 None, 0, -1, None)
             print(r.unpack()[0], flush=True)
-            sys.stdin.read()
-            """])
+            time.sleep(3600)
+            """, goFile])
         defer { holder.kill() }
+        try harness.procRoot.makeDirectory("\(holder.pid)/root")
+        try writeFileAtomically(harness.procRoot.appending("\(holder.pid)/cgroup"), contents: "0::/user.slice/user@1000.service/app.slice/other.scope\n")
+        try writeFileAtomically(goFile, contents: "")
         let path = try #require(try holder.readLine(timeout: 10))
         let client = try harness.client()
         #expect(dbusErrorName { try client.callService(on: path, activityInterface, "Invalidate") } == errorPrefix + "AccessDenied")

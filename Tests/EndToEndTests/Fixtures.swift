@@ -252,8 +252,8 @@ struct NotSupportedByDaemon: Error, CustomStringConvertible {
 /// Runs `body`; when the daemon answers `NotSupported` (saved activities not
 /// built yet) that is recorded as a known issue instead of a failure. Every
 /// other problem is still a failure.
-func withSavedActivitiesKnownIssue(_ body: () throws -> Void) {
-    withKnownIssue(
+func withSavedActivitiesKnownIssue(_ body: () throws -> Void) throws {
+    try withKnownIssue(
         "saved activities (Donate/Search/Delete…) answered org.freedesktop.DBus.Error.NotSupported: not built in this daemon yet",
         isIntermittent: true
     ) {
@@ -314,7 +314,7 @@ final class BusClient: @unchecked Sendable {
     }
 
     /// `org.freedesktop.DBus.Properties.Get`, the variant's content.
-    func property(_ path: String, _ interface: String = UA.activityInterface, _ name: String) throws -> TypedValue {
+    func property(_ path: String, _ name: String, interface: String = UA.activityInterface) throws -> TypedValue {
         let reply = try call(path, "org.freedesktop.DBus.Properties", "Get", [.string(interface), .string(name)])
         guard let value = reply.first else { throw ParseFailure("Get \(name) replied nothing") }
         if case .variant(let inner) = value { return inner }
@@ -322,7 +322,7 @@ final class BusClient: @unchecked Sendable {
     }
 
     /// `org.freedesktop.DBus.Properties.Set`.
-    func setProperty(_ path: String, _ interface: String = UA.activityInterface, _ name: String, _ value: TypedValue) throws {
+    func setProperty(_ path: String, _ name: String, _ value: TypedValue, interface: String = UA.activityInterface) throws {
         try call(path, "org.freedesktop.DBus.Properties", "Set", [.string(interface), .string(name), .variant(value)])
     }
 

@@ -33,7 +33,8 @@ struct LimitsTests {
         // Closing the connection ends all of its activities, and only those.
         app.close()
         let cleaned = try waitUntil(timeout: 10, interval: 0.1) { try h.managedObjects().count == 1 }
-        #expect(cleaned, "\(try h.managedObjects().count) objects left after the 256-activity connection closed")
+        let left = try h.managedObjects().count
+        #expect(cleaned, "\(left) objects left after the 256-activity connection closed")
         #expect(try h.managedObjects()[otherPath] != nil)
         #expect(try h.currentActivity() == otherPath)
     }

@@ -21,7 +21,8 @@ struct LiveActivityTests {
 
         app.close()
         let cleared = try waitUntil(timeout: 5, interval: 0.05) { try h.currentActivity() == "/" }
-        #expect(cleared, "CurrentActivity still \(try h.currentActivity()) 5 s after the owner disconnected\n\(h.logTail(30))")
+        let currentNow = try h.currentActivity()
+        #expect(cleared, "CurrentActivity still \(currentNow) 5 s after the owner disconnected\n\(h.logTail(30))")
 
         let get = try h.gdbusCall(path: path, "org.freedesktop.DBus.Properties.Get", [UA.activityInterface, "Title"])
         #expect(get.gdbusErrorName == UA.unknownObject, "\(get)")
