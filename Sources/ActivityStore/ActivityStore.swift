@@ -569,6 +569,24 @@ public final class ActivityStore: Sendable {
             """, [.text(appID), .integer(Int64(max(0, keeping)))])
     }
 
+    /// Keeps only the `keeping` most recently used entries of every app
+    /// (`MaxSavedPerApplication` lowered). Returns how many were deleted.
+    @discardableResult
+    public func trimAll(keeping: Int) throws -> Int {
+        try run("""
+            DELETE FROM entries WHERE id IN (
+                SELECT id FROM (SELECT id, row_number() OVER
+                    (PARTITION BY app_id ORDER BY last_used DESC, id DESC) AS position FROM entries)
+                WHERE position > ?1)
+            """, [.integer(Int64(max(0, keeping)))])
+    }
+
+    /// Deletes every entry of one activity type (the type was blocked).
+    @discardableResult
+    public func deleteAll(activityType: String) throws -> Int {
+        try run("DELETE FROM entries WHERE activity_type = ?1", [.text(activityType)])
+    }
+
     /// Deletes entries whose expiration date is at or before `now`. Returns how many.
     @discardableResult
     public func purgeExpired(now: Int64) throws -> Int {

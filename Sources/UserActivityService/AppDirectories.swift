@@ -13,4 +13,11 @@ public enum AppDirectories {
         let state = environment["XDG_STATE_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? home + "/.local/state"
         return state + "/useractivity"
     }
+
+    /// `$XDG_CONFIG_HOME/useractivity`, default `~/.config/useractivity`.
+    public static func configDirectory(environment: [String: String]) -> String {
+        let home = environment["HOME"] ?? "/"
+        let config = environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? home + "/.config"
+        return config + "/useractivity"
+    }
 }

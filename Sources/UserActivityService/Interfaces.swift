@@ -76,6 +76,16 @@ public enum Interfaces {
             P(name: "CurrentActivity", signature: "o", isWritable: false,
               doc: "The session's current activity, / when none; PropertiesChanged is emitted when it changes."),
             P(name: "Version", signature: "s", isWritable: false, doc: "The service's version."),
+            P(name: "Paused", signature: "b", isWritable: true,
+              doc: "Privacy control, off the record: while true nothing is saved (Donate returns an empty saved id); becoming current and continuation still work. Kept in $XDG_CONFIG_HOME/useractivity/useractivity.conf, so it survives restarts. Unconfined callers only (AccessDenied otherwise), for reading too."),
+            P(name: "BlockedApplications", signature: "as", isWritable: true,
+              doc: "Privacy control: apps whose activities are never saved or suggested; blocking an app deletes its saved entries. Unconfined callers only."),
+            P(name: "BlockedActivityTypes", signature: "as", isWritable: true,
+              doc: "Privacy control: activity types that are never saved or suggested; blocking a type deletes its saved entries. Unconfined callers only."),
+            P(name: "RetentionDays", signature: "u", isWritable: true,
+              doc: "Privacy control: saved entries not used for this many days are purged (checked hourly and on change); default 90, 0 keeps them. Unconfined callers only."),
+            P(name: "MaxSavedPerApplication", signature: "u", isWritable: true,
+              doc: "Privacy control: at most this many saved entries per app, the least recently used go first; default 1000, 0 = no limit. Unconfined callers only."),
         ])
 
     /// Documentation of each activity property.

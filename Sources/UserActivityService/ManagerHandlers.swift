@@ -112,24 +112,48 @@ extension UserActivityService {
 
     // MARK: Manager properties
 
+    private static let privacyAccessMessage =
+        "the privacy controls belong to the user: only unconfined callers (the shell, useractivityctl) may read or change them"
+
+    /// Runs `body` for an unconfined caller; a sandboxed app gets `AccessDenied`.
+    private func asUnconfined(_ invocation: Invocation, _ body: @escaping () throws -> Void) {
+        withCaller(invocation) { identity in
+            guard !identity.isConfined else { throw UserActivityError.accessDenied(Self.privacyAccessMessage) }
+            try body()
+        }
+    }
+
     private func managerProperty(_ name: String) throws -> TypedValue {
         switch name {
         case "CurrentActivity": return currentActivityPath
         case "Version": return .string(configuration.version)
         default:
-            throw UserActivityError(.unknownProperty, "no property '\(name.prefix(200))' on \(Interfaces.managerName); it has CurrentActivity and Version")
+            if let value = saved.privacy.settings.value(of: name) { return value }
+            throw UserActivityError(.unknownProperty, "no property '\(name.prefix(200))' on \(Interfaces.managerName)")
+        }
+    }
+
+    private func requireManagerInterface(_ interface: String) throws {
+        guard interface == Interfaces.managerName || interface.isEmpty else {
+            throw UserActivityError(.unknownProperty, "\(Interfaces.managerPath) has properties only on \(Interfaces.managerName), not '\(interface.prefix(200))'")
         }
     }
 
     func managerPropertyGet(_ invocation: Invocation) {
         let interface = invocation.string(0)
-        do {
-            guard interface == Interfaces.managerName || interface.isEmpty else {
-                throw UserActivityError(.unknownProperty, "\(Interfaces.managerPath) has no properties on interface '\(interface.prefix(200))'")
+        let name = invocation.string(1)
+        guard PrivacySettings.signature(of: name) != nil else {
+            do {
+                try requireManagerInterface(interface)
+                invocation.reply([.variant(try managerProperty(name))])
+            } catch {
+                invocation.fail(error)
             }
-            invocation.reply([.variant(try managerProperty(invocation.string(1)))])
-        } catch {
-            invocation.fail(error)
+            return
+        }
+        asUnconfined(invocation) { [unowned self] in
+            try requireManagerInterface(interface)
+            invocation.reply([.variant(try managerProperty(name))])
         }
     }
 
@@ -139,15 +163,57 @@ extension UserActivityService {
             invocation.reply([.stringVariantDictionary([])])
             return
         }
-        invocation.reply([.stringVariantDictionary(Interfaces.manager.properties.map { ($0.name, (try? managerProperty($0.name)) ?? .string("")) })])
+        withCaller(invocation) { [unowned self] identity in
+            // A sandboxed app sees the public properties only.
+            let names = Interfaces.manager.properties.map(\.name)
+                .filter { !identity.isConfined || PrivacySettings.signature(of: $0) == nil }
+            invocation.reply([.stringVariantDictionary(try names.map { ($0, try managerProperty($0)) })])
+        }
     }
 
     func managerPropertySet(_ invocation: Invocation) {
+        let interface = invocation.string(0)
         let name = invocation.string(1)
-        if Interfaces.manager.property(name) != nil {
-            invocation.fail(UserActivityError(.propertyReadOnly, "the property \(name) is read-only"))
-        } else {
-            invocation.fail(UserActivityError(.unknownProperty, "no property '\(name.prefix(200))' on \(Interfaces.managerName)"))
+        let value = invocation.arguments[2].unwrappedVariantOnce
+        guard PrivacySettings.signature(of: name) != nil else {
+            if Interfaces.manager.property(name) != nil {
+                invocation.fail(UserActivityError(.propertyReadOnly, "the property \(name) is read-only"))
+            } else {
+                invocation.fail(UserActivityError(.unknownProperty, "no property '\(name.prefix(200))' on \(Interfaces.managerName)"))
+            }
+            return
+        }
+        asUnconfined(invocation) { [unowned self] in
+            try requireManagerInterface(interface)
+            try saved.privacy.set(name, to: value)
+            invocation.reply()
+        }
+    }
+
+    // MARK: Privacy controls
+
+    func forgetApplication(_ invocation: Invocation) {
+        let app = invocation.string(0)
+        asUnconfined(invocation) { [unowned self] in
+            try ReverseDNSName.validate(app, as: "app ID")
+            invocation.reply([.uint32(UInt32(clamping: try saved.forget(app: app)))])
+        }
+    }
+
+    func forgetRange(_ invocation: Invocation) {
+        let from = invocation.arguments[0].int64Value ?? 0
+        let to = invocation.arguments[1].int64Value ?? 0
+        asUnconfined(invocation) { [unowned self] in
+            guard from <= to else {
+                throw UserActivityError.invalidArgument("from_usec (\(from)) is after to_usec (\(to)); the range is [from, to) in Unix microseconds")
+            }
+            invocation.reply([.uint32(UInt32(clamping: try saved.forget(lastUsedFrom: from, to: to)))])
+        }
+    }
+
+    func forgetAll(_ invocation: Invocation) {
+        asUnconfined(invocation) { [unowned self] in
+            invocation.reply([.uint32(UInt32(clamping: try saved.forgetAll()))])
         }
     }
 

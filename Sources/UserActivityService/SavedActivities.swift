@@ -8,9 +8,10 @@ import UserActivityCore
 /// records and store hits into the spec's result dictionaries.
 final class SavedActivities {
     let store: ActivityStore
+    let privacy: PrivacyControls
     private let log: Logger
 
-    init(stateDirectory: String?, log: Logger) throws {
+    init(stateDirectory: String?, configDirectory: String?, clock: @escaping @Sendable () -> Int64, log: Logger) throws {
         self.log = log
         if let stateDirectory {
             do {
@@ -21,6 +22,7 @@ final class SavedActivities {
         } else {
             store = try ActivityStore.inMemory()
         }
+        privacy = PrivacyControls(directory: configDirectory, store: store, clock: clock, log: log)
     }
 
     /// The `a{sv}` a saved copy keeps: every property, user-info trimmed to the required keys.
@@ -53,16 +55,31 @@ final class SavedActivities {
         }
     }
 
+    /// Writes a live activity's saved copy, unless paused or blocked.
     func save(_ activity: LiveActivity, countsAsUse: Bool, now: Int64) throws {
+        guard privacy.settings.allowsSaving(app: activity.appID, type: activity.activityType) else { return }
         let record = Self.record(type: activity.activityType, app: activity.appID, properties: activity.properties)
-        try storage("save the activity") { _ = try store.save(record, at: now, countsAsUse: countsAsUse) }
-    }
-
-    func donate(type: String, app: String, properties: ActivityProperties, now: Int64) throws -> String {
-        try storage("save the donation") {
-            try store.save(Self.record(type: type, app: app, properties: properties), at: now, countsAsUse: true)
+        try storage("save the activity") {
+            _ = try store.save(record, at: now, countsAsUse: countsAsUse)
+            try privacy.enforceLimit(app: activity.appID)
         }
     }
+
+    /// Saves a donation; the empty saved id when paused or blocked (nothing is saved).
+    func donate(type: String, app: String, properties: ActivityProperties, now: Int64) throws -> String {
+        guard privacy.settings.allowsSaving(app: app, type: type) else { return "" }
+        return try storage("save the donation") {
+            let savedID = try store.save(Self.record(type: type, app: app, properties: properties), at: now, countsAsUse: true)
+            try privacy.enforceLimit(app: app)
+            return savedID
+        }
+    }
+
+    func forget(app: String) throws -> Int { try storage("forget the app") { try store.deleteAll(appID: app) } }
+    func forget(lastUsedFrom from: Int64, to: Int64) throws -> Int {
+        try storage("forget the range") { try store.delete(lastUsedFrom: from, to: to) }
+    }
+    func forgetAll() throws -> Int { try storage("forget everything") { try store.deleteAll() } }
 
     /// The apps a query may see: the caller's own when confined, narrowed by the app-id option.
     private func scope(requested: String?, visibleApp: String?) -> (app: String?, empty: Bool) {

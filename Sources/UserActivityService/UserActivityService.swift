@@ -14,6 +14,8 @@ public struct ServiceConfiguration: Sendable {
     public var applicationDirectories: [String]
     /// `$XDG_STATE_HOME/useractivity`; nil keeps saved activities in memory only (tests).
     public var stateDirectory: String?
+    /// `$XDG_CONFIG_HOME/useractivity` (privacy settings); nil keeps them in memory only.
+    public var configDirectory: String?
     public var limits = ActivityLimits.standard
     /// Wall-clock time in Unix microseconds.
     public var clock: @Sendable () -> Int64 = { currentTimeMicroseconds() }
@@ -38,6 +40,8 @@ public final class UserActivityService {
     private(set) var catalog: AppCatalog
     var callers: CallerTracker!
     let saved: SavedActivities
+    /// Continuation: handlers, tokens, continuations in flight (issue 4).
+    var continuation: ContinuationService!
 
     private var directoryMonitor: DirectoryMonitor?
     private var expiryTimer: GLibSource?
@@ -54,13 +58,15 @@ public final class UserActivityService {
         self.log = log
         self.catalog = AppCatalog.load(applicationDirectories: configuration.applicationDirectories,
                                        loadKeyFile: { GLibKeyFile.load(path: $0) })
-        self.saved = try SavedActivities(stateDirectory: configuration.stateDirectory, log: log)
+        self.saved = try SavedActivities(stateDirectory: configuration.stateDirectory, configDirectory: configuration.configDirectory,
+                                         clock: configuration.clock, log: log)
         var isDeclared: (String, String) -> Bool = { _, _ in false }
         self.registry = ActivityRegistry(limits: configuration.limits, isDeclared: { isDeclared($0, $1) })
         isDeclared = { [unowned self] app, type in self.catalog.app(app)?.declares(type) ?? false }
         self.callers = CallerTracker(
             bus: bus, probe: ProcessIdentityProbe(procRoot: configuration.procRoot, loadKeyFile: { GLibKeyFile.load(path: $0) }),
             catalog: { [unowned self] in self.catalog }, log: log)
+        self.continuation = ContinuationService(service: self)
         for warning in catalog.warnings { log.warning("\(warning)") }
         buildDispatchTables()
     }
@@ -76,6 +82,11 @@ public final class UserActivityService {
         directoryMonitor = loop.withThreadDefault {
             DirectoryMonitor(directories: configuration.applicationDirectories) { [unowned self] in self.reloadCatalog() }
         }
+        saved.privacy.onChange = { [unowned self] names in
+            propertiesChanged(Interfaces.managerPath, Interfaces.managerName,
+                              names.compactMap { name in saved.privacy.settings.value(of: name).map { (name, $0) } })
+        }
+        loop.withThreadDefault { saved.privacy.start(on: loop) }
         saved.purgeExpired(now: configuration.clock())
         rearmExpiryTimer()
     }
@@ -121,6 +132,7 @@ public final class UserActivityService {
     private func nameOwnerChanged(name: String, oldOwner: String, newOwner: String) {
         callers.nameOwnerChanged(name: name, oldOwner: oldOwner, newOwner: newOwner)
         if name.hasPrefix(":") && newOwner.isEmpty {
+            continuation.connectionClosed(name)
             let events = registry.connectionClosed(name)
             if !events.isEmpty {
                 log.debug("connection closed; its activities were invalidated", metadata: ["sender": "\(name)"])
@@ -139,16 +151,16 @@ public final class UserActivityService {
                 "Donate": { $0.donate },
                 "Search": { $0.search },
                 "GetSuggestions": { $0.getSuggestions },
-                "ContinueActivity": { $0.notBuilt("continuation (issue 4)") },
-                "ContinueSavedActivity": { $0.notBuilt("continuation (issue 4)") },
+                "ContinueActivity": { $0.continuation.continueActivity },
+                "ContinueSavedActivity": { $0.continuation.continueSavedActivity },
                 "RegisterApplication": { $0.registerApplication },
-                "RegisterHandler": { $0.notBuilt("continuation handlers (issue 4)") },
-                "OpenContinuationStream": { $0.notBuilt("continuation streams (issue 4)") },
+                "RegisterHandler": { $0.continuation.registerHandler },
+                "OpenContinuationStream": { $0.continuation.openContinuationStream },
                 "DeleteSavedActivities": { $0.deleteSavedActivities },
                 "DeleteAllSavedActivities": { $0.deleteAllSavedActivities },
-                "ForgetApplication": { $0.notBuilt("privacy controls (issue 8)") },
-                "ForgetRange": { $0.notBuilt("privacy controls (issue 8)") },
-                "ForgetAll": { $0.notBuilt("privacy controls (issue 8)") },
+                "ForgetApplication": { $0.forgetApplication },
+                "ForgetRange": { $0.forgetRange },
+                "ForgetAll": { $0.forgetAll },
             ],
             "org.freedesktop.DBus.Properties": [
                 "Get": { $0.managerPropertyGet }, "GetAll": { $0.managerPropertyGetAll }, "Set": { $0.managerPropertySet },
@@ -163,7 +175,7 @@ public final class UserActivityService {
                 "BecomeCurrent": { $0.becomeCurrent },
                 "ResignCurrent": { $0.resignCurrent },
                 "Invalidate": { $0.invalidate },
-                "Continue": { $0.notBuilt("continuation (issue 4)") },
+                "Continue": { $0.continuation.continueLiveActivity },
             ],
             "org.freedesktop.DBus.Properties": [
                 "Get": { $0.activityPropertyGet }, "GetAll": { $0.activityPropertyGetAll }, "Set": { $0.activityPropertySet },
@@ -275,6 +287,8 @@ public final class UserActivityService {
     func persist(_ events: [RegistryEvent]) throws {
         for case .saveRequested(let id, let countsAsUse) in events {
             guard let activity = registry.activity(id) else { continue }
+            // NeedsSave with a handler: written after the owner's SaveActivity, without holding up the reply.
+            if continuation.needsSave.deferSave(of: activity, countsAsUse: countsAsUse) { continue }
             try saved.save(activity, countsAsUse: countsAsUse, now: configuration.clock())
         }
     }
@@ -322,7 +336,7 @@ public final class UserActivityService {
         return .stringVariantDictionary(ActivityField.allCases.map { ($0.propertyName, activity.value(of: $0, isCurrent: isCurrent)) })
     }
 
-    private func propertiesChanged(_ path: String, _ interface: String, _ changed: [(String, TypedValue)]) {
+    func propertiesChanged(_ path: String, _ interface: String, _ changed: [(String, TypedValue)]) {
         signal(path, "org.freedesktop.DBus.Properties", "PropertiesChanged",
                [.string(interface), .stringVariantDictionary(changed), .stringArray([])])
     }

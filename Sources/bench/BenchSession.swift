@@ -91,6 +91,14 @@ final class BenchSession {
         return (end &- start, reply)
     }
 
+    /// An untimed Peer.Ping to the daemon. Its reply comes after everything
+    /// the daemon sent for the previous call (it serves one message at a time,
+    /// and the bus keeps each sender's order), so once it is back, that call's
+    /// after-reply signals have been emitted and routed.
+    func fence() throws {
+        try connection.call(message(Service.managerPath, "org.freedesktop.DBus.Peer", "Ping"))
+    }
+
     // MARK: Processes
 
     /// `VmRSS`/`VmHWM` of a process, in KiB (nil when it is gone).

@@ -15,6 +15,13 @@ struct BenchOptions {
     var warmup = 2_000
     /// Calls per scenario in the separate CPU-cost pass (0: skip it).
     var cpuSamples = 2_000
+    /// An untimed Ping to the daemon after every sample, so the work a call
+    /// does after its reply (signals, routed by the bus) is not billed to
+    /// whichever sample comes next.
+    var fence = true
+    /// Idle-priority spinning threads that keep the CPUs out of their idle
+    /// state (see ``CPUKeepAwake``).
+    var keepAwake = false
     /// Case-insensitive scenario names; empty: all of them.
     var scenarios: [String] = []
     var json = false
@@ -23,7 +30,8 @@ struct BenchOptions {
 
     static let usage = """
         usage: useractivity-bench [--daemon PATH] [--iterations N] [--warmup N]
-                                  [--cpu-samples N] [--scenario NAME[,NAME...]]...
+                                  [--cpu-samples N] [--no-fence] [--keep-awake]
+                                  [--scenario NAME[,NAME...]]...
                                   [--json] [--list-scenarios]
 
         Starts a private session bus, lets it D-Bus-activate useractivityd, and measures
@@ -38,6 +46,10 @@ struct BenchOptions {
           --cpu-samples N     calls per scenario in a separate pass that measures the
                               CPU time useractivityd and dbus-daemon spend per call
                               (default 2000; 0 skips it)
+          --no-fence          don't send the untimed Ping after each sample that lets the
+                              previous call's after-reply work (signals) finish first
+          --keep-awake        spin one SCHED_IDLE thread per CPU so that no CPU idles:
+                              on VMs, waking an idle vCPU adds tens of µs to a hop
           --scenario NAMES    only these scenarios (repeatable or comma-separated;
                               the Ping baseline always runs)
           --json              print one JSON object instead of the table
@@ -85,6 +97,10 @@ struct BenchOptions {
             case "--scenario", "--scenarios":
                 options.scenarios += try value(for: name, inline: inline)
                     .split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            case "--no-fence":
+                options.fence = false
+            case "--keep-awake":
+                options.keepAwake = true
             case "--json":
                 options.json = true
             case "--list-scenarios":

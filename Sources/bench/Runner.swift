@@ -6,6 +6,8 @@ struct BenchReport: Codable {
     var iterations: Int
     var warmup: Int
     var cpuSamples: Int
+    var fence: Bool
+    var keepAwake: Bool
     var order: String
     var baseline: String
     var scenarios: [ScenarioFigures]
@@ -69,6 +71,7 @@ struct Runner {
 
     func run(daemonPath: String) throws -> BenchReport {
         let loadBefore = BenchSession.loadAverage()
+        if options.keepAwake { CPUKeepAwake.start() }
         progress("starting a private bus; useractivityd = \(daemonPath)")
         let session = try BenchSession(daemonPath: daemonPath)
         do {
@@ -167,6 +170,7 @@ struct Runner {
 
         return BenchReport(
             iterations: options.iterations, warmup: options.warmup, cpuSamples: options.cpuSamples,
+            fence: options.fence, keepAwake: options.keepAwake,
             order: "interleaved: every scenario once per round, the first one rotating",
             baseline: ScenarioCatalog.baseline.name, scenarios: figures, daemon: daemon, noise: noise,
             allTargetsMet: figures.allSatisfy { ($0.p50Pass ?? true) && ($0.p99Pass ?? true) })
@@ -184,6 +188,7 @@ struct Runner {
                 let index = (round + offset) % n
                 let nanoseconds = try benchmarks[index].sample(session)
                 if record { samples[index].append(nanoseconds) }
+                if options.fence { try session.fence() }
             }
         }
         return samples

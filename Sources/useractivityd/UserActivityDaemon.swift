@@ -68,6 +68,7 @@ enum Daemon {
             applicationDirectories: AppDirectories.applicationDirectories(environment: environment),
             stateDirectory: AppDirectories.stateDirectory(environment: environment))
         configuration.version = ServiceVersion.current
+        configuration.configDirectory = AppDirectories.configDirectory(environment: environment)
         let service = try UserActivityService(bus: bus, loop: loop, configuration: configuration, log: log)
         service.onNameLost = { loop.quit() }
         try service.export()

@@ -23,8 +23,12 @@ final class ServiceHarness: @unchecked Sendable {
     static let viewer = "com.example.Viewer"
     static let sandboxed = "com.example.Sandboxed"
 
-    /// - Parameter confinedAs: when set, every in-process client appears as this Flatpak app.
-    init(confinedAs flatpakApp: String? = nil) throws {
+    /// - Parameters:
+    ///   - confinedAs: when set, every in-process client appears as this Flatpak app.
+    ///   - stateDirectory, configDirectory: where saved activities and settings live (nil: memory only).
+    ///   - clock: the service's wall clock (Unix µs).
+    init(confinedAs flatpakApp: String? = nil, stateDirectory: String? = nil, configDirectory: String? = nil,
+         clock: (@Sendable () -> Int64)? = nil) throws {
         session = try SessionEnvironment()
         try session.writeDesktopEntry(appID: Self.editor, types: ["com.example.Editor.edit-document", "com.example.Editor.view"])
         try session.writeDesktopEntry(appID: Self.viewer, types: ["com.example.Viewer.view"])
@@ -40,7 +44,9 @@ final class ServiceHarness: @unchecked Sendable {
         loop = MainLoop.withNewContext()
         var configuration = ServiceConfiguration(
             applicationDirectories: [session.dataHome + "/applications"] + session.dataDirs.map { $0 + "/applications" },
-            stateDirectory: nil)
+            stateDirectory: stateDirectory)
+        configuration.configDirectory = configDirectory
+        if let clock { configuration.clock = clock }
         configuration.procRoot = flatpakApp == nil ? "/proc" : procRoot.path
         let address = bus.address
         let loopBox = UncheckedBox(loop)
@@ -132,4 +138,14 @@ func dbusErrorName(_ body: () throws -> Void) -> String? {
     } catch {
         return "not a D-Bus error: \(error)"
     }
+}
+
+/// A wall clock the test moves by hand.
+final class ManualClock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var microseconds: Int64
+    init(_ start: Int64) { microseconds = start }
+    var now: Int64 { lock.withLock { microseconds } }
+    func advance(days: Double) { lock.withLock { microseconds += Int64(days * 86_400_000_000) } }
+    var closure: @Sendable () -> Int64 { { self.now } }
 }

@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: Apache-2.0
+import ActivityStore
+import DBusKit
+import GLibSupport
+import Logging
+import TypedValues
+import UserActivityCore
+
+/// Continuation: `ContinueActivity`, `ContinueSavedActivity`,
+/// `Activity.Continue`, `RegisterHandler` and `OpenContinuationStream`, plus
+/// NeedsSave before saving.
+///
+/// Everything runs on the service's loop and nothing blocks it: calls to
+/// apps are asynchronous, launches only fork, and each continuation is a
+/// ``PendingContinuation`` resumed by replies, registrations and timers.
+/// Fifty continuations waiting for slow apps cost fifty pending calls and
+/// fifty timers; unrelated calls are served meanwhile.
+///
+/// Choices where the spec is silent (to be documented in the interface XML):
+/// - Candidate order: see ``ContinuationPlanner``.
+/// - `timeout-ms` bounds delivery to the chosen app (launch, registration
+///   and its answer together). A live origin's SaveActivity before it gets
+///   its own `timeout-ms`; when it fails or does not answer in time, the
+///   activity is continued with its data as they are.
+/// - A D-Bus-activatable app that lacks the `continue-activity` action (or
+///   answers ActivateAction with another error) gives `ContinuationFailed`
+///   naming the app's error; an app that cannot be started or reached gives
+///   `RemoteApplicationTimedOut`.
+/// - A webpage-url fallback whose browser cannot be started gives `NoHandler`.
+/// - A confined caller of `ContinueActivity` may name only its own app as
+///   publisher (`AccessDenied`, as for every other `app-id`).
+final class ContinuationService {
+    unowned let service: UserActivityService
+    var handlers = ContinuationHandlerTable()
+    let tokens = ContinuationTokenBook()
+    private(set) var needsSave: NeedsSaveRequests!
+
+    private(set) var pending: [UInt64: PendingContinuation] = [:]
+    private var nextSerial: UInt64 = 1
+    /// Apps launched for a continuation, with the continuations (in arrival
+    /// order) waiting for them to register a handler. One launch per app
+    /// while any wait, so fifty continuations do not start fifty copies.
+    var awaitingHandler: [String: [UInt64]] = [:]
+
+    /// Extra time libdbus waits for an app's answer past the continuation's
+    /// own deadline, so that our timer (with the right error) fires first.
+    static let replySlackMilliseconds: Int64 = 1000
+
+    init(service: UserActivityService) {
+        self.service = service
+        self.needsSave = NeedsSaveRequests(continuation: self)
+    }
+
+    var log: Logger { service.log }
+    var bus: Connection { service.bus }
+    var registry: ActivityRegistry { service.registry }
+    func now() -> Int64 { service.configuration.clock() }
+
+    // MARK: Manager methods
+
+    /// `ContinueActivity(s activity_type, a{sv} properties, a{sv} options) → (s app_id)`.
+    func continueActivity(_ invocation: Invocation) {
+        let type = invocation.string(0)
+        let entries = invocation.entries(1)
+        let optionEntries = invocation.entries(2)
+        service.withCaller(invocation) { [unowned self] identity in
+            let payload = try ContinuationPayload.fromOutside(type: type, entries: entries, limits: registry.limits)
+            let options = try ContinuationOptions.parse(optionEntries, method: "ContinueActivity")
+            if identity.isConfined, let publisher = payload.publisher, publisher != identity.process.appID {
+                throw UserActivityError.accessDenied(
+                    "a sandboxed caller may name only its own app (\(identity.process.appID ?? "none identified")) as the publisher in app-id, not \(publisher); leave app-id out for an activity of unknown origin")
+            }
+            try payload.checkContinuable(now: now())
+            start(invocation: invocation, method: "ContinueActivity", payload: payload, originID: nil, options: options)
+        }
+    }
+
+    /// `ContinueSavedActivity(s saved_id, a{sv} options) → (s app_id)`.
+    func continueSavedActivity(_ invocation: Invocation) {
+        let savedID = invocation.string(0)
+        let optionEntries = invocation.entries(1)
+        service.withCaller(invocation) { [unowned self] identity in
+            let options = try ContinuationOptions.parse(optionEntries, method: "ContinueSavedActivity")
+            let entry: SavedActivity?
+            do {
+                entry = try service.saved.store.load(savedID: savedID, now: now())
+            } catch {
+                throw UserActivityError(.storageFailed, "the saved-activity store could not be read: \(error)")
+            }
+            // Another app's entry is reported as missing to a confined caller,
+            // so that it learns nothing about what other apps saved.
+            guard let entry, ContinuationPlanner.mayContinueSaved(of: entry.appID, visibleApp: identity.visibleApp()) else {
+                throw UserActivityError.notFound(
+                    "no saved activity '\(savedID.prefix(64))': it was deleted or expired, or it is not visible to this caller (use a saved-id from Search or GetSuggestions)")
+            }
+            let payload = try ContinuationPayload.fromSaved(type: entry.activityType, app: entry.appID,
+                                                            stored: entry.record.properties, limits: registry.limits)
+            try payload.checkContinuable(now: now())
+            start(invocation: invocation, method: "ContinueSavedActivity", payload: payload, originID: nil, options: options)
+        }
+    }
+
+    /// `Activity.Continue(a{sv} options) → (s app_id)`: the live activity is the origin.
+    func continueLiveActivity(_ invocation: Invocation) {
+        let optionEntries = invocation.entries(0)
+        service.withCaller(invocation) { [unowned self] identity in
+            guard let id = invocation.activityID, let activity = registry.activity(id) else {
+                throw UserActivityError(.unknownObject, "no activity at \(invocation.message.path ?? "?"): it was invalidated or its connection closed")
+            }
+            // The spec's order: access, expiry, eligibility.
+            if identity.isConfined && !identity.mayActFor(app: activity.appID) {
+                throw UserActivityError.accessDenied(
+                    "only the owning app \(activity.appID) or an unconfined caller (the shell, the CLI) may continue this activity")
+            }
+            let date = activity.properties.expirationDate
+            if activity.hasExpired || (date != 0 && date <= now()) {
+                throw UserActivityError.expired("the activity \(activity.activityType) expired at \(date) µs since the epoch; it can no longer be continued")
+            }
+            guard activity.properties.eligibleForHandoff else {
+                throw UserActivityError(.notEligible, "the activity \(activity.activityType) is not eligible for handoff: set eligible-for-handoff to true to allow Continue")
+            }
+            let options = try ContinuationOptions.parse(optionEntries, method: "Activity.Continue")
+            let payload = ContinuationPayload(activityType: activity.activityType, properties: activity.properties,
+                                              publisher: activity.appID)
+            start(invocation: invocation, method: "Activity.Continue", payload: payload, originID: id, options: options)
+        }
+    }
+
+    /// `RegisterHandler(o handler)`: the caller's app receives continuations there.
+    func registerHandler(_ invocation: Invocation) {
+        let path = invocation.arguments[0].objectPathValue ?? "/"
+        service.withCaller(invocation) { [unowned self] identity in
+            let app = try identity.actingApp(claim: nil, catalog: service.catalog)
+            let replaced = handlers.register(RegisteredHandler(app: app, connection: invocation.sender, path: path))
+            log.debug("continuation handler registered", metadata: [
+                "app": "\(app)", "sender": "\(invocation.sender)", "path": "\(path)",
+                "replaced": "\(replaced.map { "\($0.connection) \($0.path)" } ?? "-")",
+            ])
+            invocation.reply()
+            deliverToAwaiting(app: app)
+        }
+    }
+
+    // MARK: Bookkeeping
+
+    /// A connection left: its handlers and the tokens of its activities go,
+    /// and continuations it asked for that have not reached an app yet are
+    /// dropped (nobody is left to answer).
+    func connectionClosed(_ name: String) {
+        let apps = handlers.connectionClosed(name)
+        if !apps.isEmpty {
+            log.debug("continuation handlers dropped with their connection", metadata: ["sender": "\(name)", "apps": "\(apps)"])
+        }
+        tokens.connectionClosed(name)
+        for continuation in pending.values where continuation.invocation.sender == name
+            && [.refreshingOrigin, .awaitingHandler, .planned].contains(continuation.stage) {
+            log.debug("continuation dropped: its caller left", metadata: ["continuation": "\(continuation.summary)"])
+            finishSilently(continuation)
+        }
+    }
+
+    /// Creates and runs a continuation.
+    private func start(invocation: Invocation, method: String, payload: ContinuationPayload, originID: String?,
+                       options: ContinuationOptions) {
+        let continuation = PendingContinuation(serial: nextSerial, invocation: invocation, method: method,
+                                               payload: payload, originID: originID, options: options)
+        nextSerial += 1
+        pending[continuation.serial] = continuation
+        if let originID, let origin = registry.activity(originID), needsSave.mustRefresh(origin) {
+            continuation.stage = .refreshingOrigin
+            needsSave.refresh(originID, timeoutMilliseconds: options.timeoutMilliseconds) { [unowned self] in
+                originRefreshed(continuation)
+            }
+            return
+        }
+        planAndDeliver(continuation)
+    }
+
+    /// The owner answered SaveActivity (or did not in time): read the origin again.
+    private func originRefreshed(_ continuation: PendingContinuation) {
+        guard !continuation.isFinished else { return }
+        if let originID = continuation.originID, let origin = registry.activity(originID) {
+            continuation.payload.properties = origin.properties
+        }
+        do {
+            try continuation.payload.checkContinuable(now: now())
+        } catch {
+            finish(continuation, failure: error)
+            return
+        }
+        continuation.stage = .planned
+        planAndDeliver(continuation)
+    }
+
+    /// Ends a continuation with its app's ID; a live origin hears `Continued`.
+    func succeed(_ continuation: PendingContinuation, app: String) {
+        guard !continuation.isFinished else { return }
+        close(continuation)
+        log.info("activity continued", metadata: ["continuation": "\(continuation.summary)", "by": "\(app)"])
+        continuation.invocation.reply([.string(app)])
+        if let originID = continuation.originID, registry.activity(originID) != nil {
+            let signal = Message.signal(path: UserActivityService.path(of: originID), interface: Interfaces.activityName,
+                                        member: "Continued")
+            do {
+                try signal.append([.string(app)])
+                bus.send(signal)
+            } catch {
+                log.error("could not emit Continued: \(error)")
+            }
+        }
+    }
+
+    /// Ends a continuation with an error for its caller.
+    func finish(_ continuation: PendingContinuation, failure error: Error) {
+        guard !continuation.isFinished else { return }
+        close(continuation)
+        if let token = continuation.token { tokens.revoke(token) }
+        log.info("continuation failed", metadata: ["continuation": "\(continuation.summary)", "error": "\(error)"])
+        continuation.invocation.fail(error)
+    }
+
+    private func finishSilently(_ continuation: PendingContinuation) {
+        guard !continuation.isFinished else { return }
+        close(continuation)
+        if let token = continuation.token { tokens.revoke(token) }
+    }
+
+    private func close(_ continuation: PendingContinuation) {
+        continuation.stage = .finished
+        continuation.timer?.cancel()
+        continuation.timer = nil
+        pending[continuation.serial] = nil
+        if let app = continuation.app, var waiting = awaitingHandler[app] {
+            waiting.removeAll { $0 == continuation.serial }
+            awaitingHandler[app] = waiting.isEmpty ? nil : waiting
+        }
+    }
+
+    /// Tells the chosen app that a continuation meant for it failed, when it
+    /// can be told (it has a handler); fire and forget.
+    func tellFailed(_ continuation: PendingContinuation, errorName: String, message text: String) {
+        guard let app = continuation.app, let handler = handlers.handler(for: app) else { return }
+        do {
+            let message = try AppMessages.handlerCall(handler, "FailedToContinue", [
+                .string(continuation.payload.activityType), .string(errorName), .string(text),
+            ])
+            message.expectsReply = false
+            bus.send(message)
+        } catch {
+            log.error("could not build FailedToContinue: \(error)")
+        }
+    }
+}
