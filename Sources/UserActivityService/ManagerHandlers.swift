@@ -241,8 +241,11 @@ extension UserActivityService {
         xml += Interfaces.manager.xml()
         xml += StandardInterfacesXML.objectManager + StandardInterfacesXML.properties
         xml += StandardInterfacesXML.introspectable + StandardInterfacesXML.peer
-        xml += "  <node name=\"activity\"/>\n</node>\n"
-        invocation.reply([.string(xml)])
+        xml += "  <node name=\"activity\"/>\n"
+        for path in extraObjects.keys.sorted() {
+            xml += "  <node name=\"\(path.dropFirst(Interfaces.managerPath.count + 1))\"/>\n"
+        }
+        invocation.reply([.string(xml + "</node>\n")])
     }
 
     func introspectActivity(_ invocation: Invocation) {

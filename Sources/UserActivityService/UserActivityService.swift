@@ -47,6 +47,36 @@ public final class UserActivityService {
     private var expiryTimer: GLibSource?
     private var expiryTimerDate: Int64?
 
+    /// Further objects below the manager (search providers): path → dispatch table.
+    private(set) var extraObjects: [String: ExtraObject] = [:]
+
+    struct ExtraObject {
+        let handlers: [String: [String: Handler]]
+        let signatures: [String: [String: String]]
+    }
+
+    /// Exports another object under `/org/example/UserActivity/…`, dispatched
+    /// from `interfaces` (their input signatures are checked like ours). The
+    /// object also answers `Introspect` with the interfaces' XML.
+    func exportObject(path: String, interfaces: [InterfaceDescription], handlers: [String: [String: Handler]]) {
+        precondition(path.hasPrefix(Interfaces.managerPath + "/"), "objects live under the manager")
+        var signatures: [String: [String: String]] = [:]
+        for interface in interfaces {
+            for method in interface.methods {
+                precondition(handlers[interface.name]?[method.name] != nil, "no handler for \(interface.name).\(method.name)")
+                signatures[interface.name, default: [:]][method.name] = method.inputSignature
+            }
+        }
+        var all = handlers
+        all["org.freedesktop.DBus.Introspectable"] = ["Introspect": { _ in { invocation in
+            var xml = StandardInterfacesXML.doctype + "<node>\n"
+            for interface in interfaces { xml += interface.xml() }
+            xml += StandardInterfacesXML.introspectable + StandardInterfacesXML.peer + "</node>\n"
+            invocation.reply([.string(xml)])
+        } }]
+        extraObjects[path] = ExtraObject(handlers: all, signatures: signatures)
+    }
+
     /// Interface name → member → handler, per kind of object.
     private var managerHandlers: [String: [String: Handler]] = [:]
     private var activityHandlers: [String: [String: Handler]] = [:]
@@ -202,6 +232,7 @@ public final class UserActivityService {
     private func route(_ message: Message) -> Bool {
         guard message.kind == .methodCall, let path = message.path, let member = message.member else { return false }
         let handlers: [String: [String: Handler]]
+        var signatures: [String: [String: String]] = [:]
         var activityID: String?
         if path == Interfaces.managerPath {
             handlers = managerHandlers
@@ -214,6 +245,9 @@ public final class UserActivityService {
             }
             activityID = id
             handlers = activityHandlers
+        } else if let object = extraObjects[path] {
+            handlers = object.handlers
+            signatures = object.signatures
         } else if path == Interfaces.managerPath + "/activity" {
             if message.interface == nil || message.interface == "org.freedesktop.DBus.Introspectable", member == "Introspect" {
                 let invocation = Invocation(message: message, arguments: [], activityID: nil, bus: bus)
@@ -241,6 +275,7 @@ public final class UserActivityService {
             return true
         }
         let expected = Self.ourInterfaces[interfaceName]?.method(member)?.inputSignature
+            ?? signatures[interfaceName]?[member]
             ?? Self.standardSignatures[interfaceName]?[member] ?? ""
         let actual = message.signature
         guard actual == expected else {
