@@ -174,6 +174,42 @@ public final class ActivityStore: Sendable {
         }
     }
 
+    /// Records the terms FTS5 will index for these texts (see `Schema.version2`).
+    private static func addTerms(_ db: SQLiteConnection, _ texts: [String]) throws(StoreError) {
+        let tokenizer = try db.ftsTokenizer()
+        var seen = Set<String>()
+        for text in texts {
+            for token in tokenizer.tokens(text) where seen.insert(token).inserted {
+                try db.withStatement("INSERT OR IGNORE INTO terms(term) VALUES (?1)") { statement throws(StoreError) in
+                    try statement.bind(1, token)
+                    try statement.run()
+                }
+            }
+        }
+    }
+
+    /// The indexed terms that start with the last query word, when they are
+    /// few enough to OR together (nil: use FTS5's own prefix query).
+    public static let maximumExpandedTerms = 32
+
+    /// The schema version this build writes (`PRAGMA user_version`).
+    public static var schemaVersion: Int { Schema.currentVersion }
+
+    private static func lastWordTerms(_ db: SQLiteConnection, lastWord: String) throws(StoreError) -> [String]? {
+        let folded = try db.ftsTokenizer().tokens(lastWord, forQuery: true)
+        // Up to three characters the prefix indexes are fast; a word FTS5 splits is left to it.
+        guard folded.count == 1, let prefix = folded.first, prefix.unicodeScalars.count > 3 else { return nil }
+        var terms: [String] = []
+        try db.withStatement("""
+            SELECT term FROM terms WHERE term >= ?1 AND term < ?1 || char(1114111) LIMIT ?2
+            """) { statement throws(StoreError) in
+            try statement.bind(1, prefix)
+            try statement.bind(2, maximumExpandedTerms + 1)
+            while try statement.step() { terms.append(statement.text(0)) }
+        }
+        return terms.count <= maximumExpandedTerms ? terms : nil
+    }
+
     private static func upsert(_ db: SQLiteConnection, _ encoded: EncodedRecord, now: Int64, hour: Int,
                                countsAsUse: Bool) throws(StoreError) -> String {
         let record = encoded.record
@@ -192,6 +228,9 @@ public final class ActivityStore: Sendable {
             }
         }
         let keywordsText = record.keywords.joined(separator: "\n")
+        if record.eligibleForSearch {
+            try Self.addTerms(db, [record.title, keywordsText, record.contentDescription])
+        }
 
         if var entry = existing {
             if countsAsUse {
@@ -395,12 +434,14 @@ public final class ActivityStore: Sendable {
     ///   - appID: only this app's entries, when given.
     ///   - activityTypes: only these types, when not empty.
     public func search(query: String, limit: Int, appID: String?, activityTypes: [String], now: Int64) throws -> [SearchHit] {
-        guard let expression = SearchQuery.matchExpression(for: query, appID: appID, activityTypes: activityTypes) else {
-            return []
-        }
+        guard let lastWord = SearchQuery.words(in: query).prefix(SearchQuery.maximumWords).last else { return [] }
         let limit = Self.clampedLimit(limit, default: 20)
         let candidateLimit = min(max(2 * limit, 100), 400)
         return try connection.withLock { db throws(StoreError) in
+            let expansion = try Self.lastWordTerms(db, lastWord: lastWord)
+            if expansion?.isEmpty == true { return [] } // no indexed term starts with it
+            guard let expression = SearchQuery.matchExpression(for: query, appID: appID, activityTypes: activityTypes,
+                                                               lastWordTerms: expansion) else { return [] }
             var candidates: [(rowID: Int64, score: Double, lastUsed: Int64)] = []
             candidates.reserveCapacity(candidateLimit)
             try db.withStatement("""

@@ -29,7 +29,18 @@ final class SQLiteConnection {
         sqlite3_extended_result_codes(db, 1)
     }
 
+    /// FTS5's tokenizer, made on first use (it needs the connection).
+    private var tokenizer: FTS5Tokenizer?
+
+    func ftsTokenizer() throws(StoreError) -> FTS5Tokenizer {
+        if let tokenizer { return tokenizer }
+        let created = try FTS5Tokenizer(self)
+        tokenizer = created
+        return created
+    }
+
     deinit {
+        tokenizer = nil
         for statement in statements.values { sqlite3_finalize(statement) }
         // close_v2 never fails with SQLITE_BUSY: all statements are finalized above.
         sqlite3_close_v2(handle)

@@ -92,11 +92,21 @@ enum SearchQuery {
     /// only (never the hidden scope tokens); the implicit AND also drops a
     /// word that FTS5's tokenizer turns into nothing instead of failing.
     /// App and type filters are further ANDed phrases on the scope column.
-    static func matchExpression(for text: String, appID: String?, activityTypes: [String]) -> String? {
+    ///
+    /// `lastWordTerms`, when given, are the exact indexed terms that start
+    /// with the last word; they replace its prefix query (same matches).
+    static func matchExpression(for text: String, appID: String?, activityTypes: [String],
+                                lastWordTerms: [String]? = nil) -> String? {
         let words = Array(words(in: text).prefix(maximumWords))
         guard !words.isEmpty else { return nil }
         var parts = words.map(quoted)
-        parts[parts.count - 1] += "*"
+        if let terms = lastWordTerms, !terms.isEmpty {
+            // FTS5 wants an explicit AND before a parenthesized group.
+            let group = "(" + terms.map(quoted).joined(separator: " OR ") + ")"
+            parts[parts.count - 1] = parts.count > 1 ? "AND " + group : group
+        } else {
+            parts[parts.count - 1] += "*"
+        }
         var expression = "-scope : (" + parts.joined(separator: " ") + ")"
         if let appID {
             expression += " AND scope : " + quoted(scopeToken("A", appID))

@@ -6,6 +6,7 @@ public struct AppLaunchFailure: Error, Equatable, Sendable, CustomStringConverti
     /// GIO's own message (`Failed to execute child process “…” (No such file or directory)`).
     public var message: String
 
+    /// A failure with GIO's (or our own) words.
     public init(message: String) {
         self.message = message
     }
@@ -23,6 +24,7 @@ public struct LaunchEnvironment: Sendable, Equatable {
     /// More variables for the launched process (they win over the two above).
     public var extraVariables: [String: String]
 
+    /// The environment for one launch; empty values are left out.
     public init(activationToken: String? = nil, desktopStartupID: String? = nil, extraVariables: [String: String] = [:]) {
         self.activationToken = activationToken
         self.desktopStartupID = desktopStartupID
@@ -102,6 +104,7 @@ public enum AppLauncher {
         }
         // No desktop entry claims the scheme; GIO may still know a way (a
         // portal inside a sandbox). Then the app is not known to us.
+        holdSessionBus()
         let context = makeContext(environment)
         defer { g_object_unref(UnsafeMutableRawPointer(context)) }
         var error: UnsafeMutablePointer<GError>?
@@ -113,8 +116,31 @@ public enum AppLauncher {
 
     // MARK: Internals
 
+    /// GIO announces every launch on the session bus through its shared
+    /// GDBus connection, opening it (a blocking `Hello`) when nobody holds
+    /// it and, by default, raising SIGTERM in this process when that bus
+    /// closes. Holding the connection once keeps launches from reconnecting
+    /// each time, and the exit decision stays with the service.
+    /// Only touched from the thread that launches (the service's loop).
+    nonisolated(unsafe) private static var sessionBus: OpaquePointer?
+    nonisolated(unsafe) private static var triedSessionBus = false
+
+    private static func holdSessionBus() {
+        guard !triedSessionBus else { return }
+        triedSessionBus = true
+        var error: UnsafeMutablePointer<GError>?
+        guard let bus = g_bus_get_sync(G_BUS_TYPE_SESSION, nil, &error) else {
+            // No session bus: GIO launches without announcing.
+            g_clear_error(&error)
+            return
+        }
+        g_dbus_connection_set_exit_on_close(bus, CGLIB_FALSE)
+        sessionBus = bus
+    }
+
     private static func launch(appInfo info: OpaquePointer, uris: [String], environment: LaunchEnvironment,
                                what: String) throws(AppLaunchFailure) {
+        holdSessionBus()
         let context = makeContext(environment)
         defer { g_object_unref(UnsafeMutableRawPointer(context)) }
         var list: UnsafeMutablePointer<GList>?

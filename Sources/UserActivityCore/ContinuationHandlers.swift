@@ -3,11 +3,14 @@
 /// Where an app receives continuations: a connection and an object path
 /// implementing `org.example.UserActivity.Handler`.
 public struct RegisteredHandler: Sendable, Equatable {
+    /// The app the registering connection acts for.
     public let app: String
     /// The unique bus name of the registering connection.
     public let connection: String
+    /// The object path implementing the Handler interface.
     public let path: String
 
+    /// A handler as `RegisterHandler` recorded it.
     public init(app: String, connection: String, path: String) {
         self.app = app
         self.connection = connection
@@ -20,6 +23,7 @@ public struct RegisteredHandler: Sendable, Equatable {
 public struct ContinuationHandlerTable: Sendable {
     private var byApp: [String: RegisteredHandler] = [:]
 
+    /// No handlers.
     public init() {}
 
     /// Registers a handler; returns the one it replaced, if any.
@@ -31,6 +35,7 @@ public struct ContinuationHandlerTable: Sendable {
     /// The handler of `app`, nil when it has none.
     public func handler(for app: String) -> RegisteredHandler? { byApp[app] }
 
+    /// Whether `app` has a handler now.
     public func hasHandler(_ app: String) -> Bool { byApp[app] != nil }
 
     /// Drops every handler registered by a connection that closed; returns their apps, sorted.

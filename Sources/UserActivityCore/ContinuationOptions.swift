@@ -20,11 +20,16 @@ public struct ContinuationOptions: Sendable, Equatable {
     /// until it ends, so it must end in bounded time.
     public static let maximumTimeoutMilliseconds: UInt32 = 600_000
 
+    /// `target-app-id`: the candidate to choose; nil lets the documented order decide.
     public var targetAppID: String?
+    /// `timeout-ms`, after defaulting and clamping.
     public var timeoutMilliseconds: UInt32 = defaultTimeoutMilliseconds
+    /// `activation-token`, passed on unchanged.
     public var activationToken: String?
+    /// `desktop-startup-id`, passed on unchanged.
     public var desktopStartupID: String?
 
+    /// The defaults: no target, 10 s, no tokens.
     public init() {}
 
     /// Parses an options `a{sv}`; `method` names the call in error messages.

@@ -10,11 +10,14 @@ import TypedValues
 /// `app-id` naming the publisher when it is known. `activity-type` is the
 /// separate argument, and `Current` is no property of the data.
 public struct ContinuationPayload: Sendable {
+    /// The activity type (the separate `activity_type` argument of every delivery).
     public var activityType: String
+    /// The activity's data.
     public var properties: ActivityProperties
     /// The app that published the activity, when known.
     public var publisher: String?
 
+    /// A payload from data already validated (a live activity's).
     public init(activityType: String, properties: ActivityProperties, publisher: String?) {
         self.activityType = activityType
         self.properties = properties

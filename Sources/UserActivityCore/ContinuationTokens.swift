@@ -14,6 +14,7 @@ public struct ContinuationToken: Sendable, Equatable {
     /// When it was issued (Unix µs).
     public let issuedAt: Int64
 
+    /// A token as ``ContinuationTokenBook`` issues it.
     public init(value: String, originActivityID: String, originConnection: String, receivingApp: String, issuedAt: Int64) {
         self.value = value
         self.originActivityID = originActivityID

@@ -17,7 +17,7 @@ import TypedValues
         #expect(info.journalMode == "wal")
         #expect(info.synchronous == 1)
         #expect(info.foreignKeys)
-        #expect(info.userVersion == 1)
+        #expect(info.userVersion == ActivityStore.schemaVersion)
     }
 
     @Test func aFileWhereTheDirectoryShouldBeIsAnError() throws {
@@ -52,7 +52,7 @@ import TypedValues
         #expect(loaded.lastUsed == baseTime + hour)
         #expect(loaded.created == baseTime)
         #expect(try store.search(query: "budg", limit: 0, appID: nil, activityTypes: [], now: baseTime).count == 1)
-        #expect(try store.info().userVersion == 1)
+        #expect(try store.info().userVersion == ActivityStore.schemaVersion)
     }
 
     @Test func upsertBySamePersistentIdentifierKeepsTheSavedIDAndCountsUses() throws {

@@ -137,3 +137,47 @@ import TypedValues
         #expect(ranked[0].activity.lastUsed == baseTime - hour)
     }
 }
+
+/// The last word is answered from the term dictionary when it is longer than
+/// the prefix indexes; these pin that it finds exactly what a prefix query finds.
+@Suite struct TermExpansionTests {
+    func titles(_ store: ActivityStore, _ query: String) throws -> [String] {
+        try store.search(query: query, limit: 200, appID: nil, activityTypes: [], now: baseTime + 1000).map(\.activity.record.title)
+    }
+
+    @Test func longLastWordsMatchEveryIndexedExtension() throws {
+        let store = try ActivityStore.inMemory()
+        try store.save(record(id: "1", title: "everywhere notes"), at: baseTime)
+        try store.save(record(id: "2", title: "Everywheres unique"), at: baseTime)
+        try store.save(record(id: "3", title: "everyday"), at: baseTime)
+        try store.save(record(id: "4", title: "Évérywhérê accents"), at: baseTime)
+        #expect(Set(try titles(store, "everywhere")) == ["everywhere notes", "Everywheres unique", "Évérywhérê accents"])
+        #expect(Set(try titles(store, "notes everyw")) == ["everywhere notes"])
+        #expect(try titles(store, "everywherez").isEmpty)
+        #expect(Set(try titles(store, "every")) == ["everywhere notes", "Everywheres unique", "everyday", "Évérywhérê accents"])
+    }
+
+    @Test func termsOfUpdatedEntriesAreFoundAndOfNonSearchableOnesAreNot() throws {
+        let store = try ActivityStore.inMemory()
+        try store.save(record(id: "1", title: "first draft"), at: baseTime)
+        try store.save(record(id: "1", title: "second version"), at: baseTime + 1)
+        try store.save(record(id: "2", title: "hidden versions", search: false), at: baseTime + 1)
+        #expect(try titles(store, "versio") == ["second version"])
+        #expect(try titles(store, "draft").isEmpty)
+    }
+
+    @Test func manyExtensionsFallBackToThePrefixQuery() throws {
+        let store = try ActivityStore.inMemory()
+        for n in 0..<(ActivityStore.maximumExpandedTerms + 5) {
+            try store.save(record(id: "\(n)", title: "plan\(n)x"), at: baseTime + Int64(n))
+        }
+        #expect(try store.search(query: "plan", limit: 200, appID: nil, activityTypes: [], now: baseTime + 100).count
+                == ActivityStore.maximumExpandedTerms + 5)
+    }
+
+    @Test func expansionWorksWithFilters() throws {
+        let store = try ActivityStore.inMemory()
+        try store.save(record(id: "1", title: "meeting minutes"), at: baseTime)
+        #expect(try store.search(query: "meeting minut", limit: 10, appID: "com.example.Other", activityTypes: [], now: baseTime).isEmpty)
+    }
+}

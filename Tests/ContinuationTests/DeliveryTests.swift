@@ -70,6 +70,16 @@ extension ContinuationTests {
             #expect(h.waitForEvent(UA.viewer, "failed", timeout: 0.5) == nil, "an answer is not a failure to deliver")
         }
 
+        @Test("A handler path where the app exports nothing: ContinuationFailed naming the path, not the app's UnknownMethod")
+        func handlerPathNotExported() throws {
+            let h = try ContinuationHarness(apps: Self.apps)
+            try h.startHandler(UA.viewer, answer: "true", ["--register-path", "/org/example/Fixture/Nothing"])
+            let client = try h.connect()
+            let error = dbusError { try client.continueActivity() }
+            #expect(error?.name == UA.error("ContinuationFailed"), "\(String(describing: error))")
+            #expect(error?.message.contains("/org/example/Fixture/Nothing") == true, "\(String(describing: error))")
+        }
+
         @Test("A handler that does not answer within timeout-ms: RemoteApplicationTimedOut, and FailedToContinue reaches it")
         func handlerTimesOut() throws {
             let h = try ContinuationHarness(apps: Self.apps)

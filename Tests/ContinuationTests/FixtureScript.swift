@@ -124,7 +124,9 @@ class HandlerApp:
         if a.create:
             props = GLib.Variant.parse(GLib.VariantType("a{sv}"), a.props, None, None)
             method = "BecomeCurrent" if a.become_current else "CreateActivity"
-            path = self.call(method, "(s@a{sv})", (a.create, props), "(o)").unpack()[0]
+            arguments = GLib.Variant.new_tuple(GLib.Variant("s", a.create), props)
+            path = self.conn.call_sync(BUS, MANAGER, IFACE, method, arguments, GLib.VariantType("(o)"),
+                                       Gio.DBusCallFlags.NONE, 10000, None).unpack()[0]
             log("created", path=path)
         log("ready", unique=self.conn.get_unique_name(), app=a.app_id,
             activation_token=os.environ.get("XDG_ACTIVATION_TOKEN"),
@@ -132,8 +134,9 @@ class HandlerApp:
         print("READY " + self.conn.get_unique_name(), flush=True)
 
     def register_handler(self):
-        self.call("RegisterHandler", "(o)", (self.args.handler_path,))
-        log("handler-registered", path=self.args.handler_path)
+        path = self.args.register_path or self.args.handler_path
+        self.call("RegisterHandler", "(o)", (path,))
+        log("handler-registered", path=path)
         return False
 
     def on_call(self, conn, sender, path, iface, method, params, invocation):
@@ -235,6 +238,7 @@ def main():
     p.add_argument("--app-id")
     p.add_argument("--answer", default="true")
     p.add_argument("--handler-path", default="/org/example/Fixture/Handler")
+    p.add_argument("--register-path", help="register this path instead of the exported one (a broken app)")
     p.add_argument("--own-name", action="store_true")
     p.add_argument("--no-handler", action="store_true")
     p.add_argument("--register-delay", type=int, default=0)

@@ -235,7 +235,7 @@ private let errorPrefix = "org.example.UserActivity.Error."
 
 private func sampleValue(_ signature: String) -> TypedValue {
     switch signature {
-    case "s": return .string("com.example.Editor.edit-document")
+    case "s": return .string("com.example.Nobody.none") // nobody declares it: no app is launched
     case "o": return .objectPath("/app")
     case "u": return .uint32(1)
     case "x": return .int64(0)

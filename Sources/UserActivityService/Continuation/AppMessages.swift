@@ -56,7 +56,8 @@ enum AppMessages {
         ].contains(String(name))
     }
 
-    /// Errors GApplication answers when the app has no suitable action.
+    /// Errors a D-Bus library answers for an object, interface, method or
+    /// signature the app does not have (GApplication: no suitable action).
     static func meansNoAction(_ errorName: String) -> Bool {
         [
             "org.freedesktop.DBus.Error.InvalidArgs", "org.freedesktop.DBus.Error.UnknownMethod",

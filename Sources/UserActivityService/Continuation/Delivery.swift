@@ -131,6 +131,11 @@ extension ContinuationService {
         case .failure(let failure):
             if AppMessages.isUnreachable(failure.name) {
                 unreachable(continuation, "\(app) could not be reached: \(failure.name): \(failure.message)")
+            } else if AppMessages.meansNoAction(failure.name) {
+                // The app's D-Bus library, not the app, refused: passing UnknownMethod
+                // or InvalidArgs on would read as if ContinueActivity itself were wrong.
+                finish(continuation, failure: UserActivityError(.continuationFailed,
+                    "\(app) registered a handler at \(handlers.handler(for: app)?.path ?? "?") that does not implement \(Interfaces.handlerName).ContinueActivity(sa{sv}a{sv}) → b (\(failure.name): \(failure.message))"))
             } else {
                 // The app answered with an error: its name and words are the caller's to see.
                 finish(continuation, failure: DBusFailure(name: failure.name, message: failure.message))

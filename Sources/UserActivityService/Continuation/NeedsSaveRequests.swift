@@ -47,6 +47,8 @@ final class NeedsSaveRequests {
     private unowned let continuation: ContinuationService
     private var inFlight: [String: [Waiter]] = [:]
     private var deferredSaves: [String: DeferredSave] = [:]
+    /// Idle callbacks that will start a deferred save's SaveActivity call.
+    private var idleStarts: [String: GLibSource] = [:]
 
     init(continuation: ContinuationService) {
         self.continuation = continuation
@@ -76,7 +78,9 @@ final class NeedsSaveRequests {
         }
         deferredSaves[activity.id] = DeferredSave(uses: [countsAsUse], snapshot: activity)
         let id = activity.id
-        service.loop.idle { [weak self] in
+        // A GLibSource is cancelled when released: keep it until it ran.
+        idleStarts[id] = service.loop.idle { [weak self] in
+            self?.idleStarts[id] = nil
             self?.refresh(id, timeoutMilliseconds: Self.savingTimeoutMilliseconds) { [weak self] in
                 self?.writeDeferredSave(id)
             }
