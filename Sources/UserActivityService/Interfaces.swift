@@ -18,7 +18,7 @@ public enum Interfaces {
 
     private static let typeArg = A("activity_type", "s", "reverse-DNS activity type declared by the caller's app in X-UserActivityTypes, e.g. com.example.Editor.edit-document")
     private static let propertiesArg = A("properties", "a{sv}", "activity properties by kebab-case key (title, user-info, keywords, webpage-url, …); an unconfined caller may add app-id to name its app. Unknown keys, wrong types and activity-type are InvalidArgument")
-    private static let continueOptionsArg = A("options", "a{sv}", "target-app-id (s) chooses among candidate apps; timeout-ms (u, default 10000); activation-token (s) and desktop-startup-id (s) are passed on in platform data")
+    private static let continueOptionsArg = A("options", "a{sv}", "target-app-id (s) chooses among candidate apps (UnknownApplication when not installed, NoHandler when it cannot take this activity; never swapped for another app); timeout-ms (u, default 10000, 0 = default, at most 600000) bounds launching, registering and answering together; activation-token (s) and desktop-startup-id (s) are passed on in platform data")
 
     public static let manager = InterfaceDescription(
         name: managerName,
@@ -47,10 +47,14 @@ public enum Interfaces {
               doc: "Prediction-eligible saved activities ranked by how often, how recently and at what time of day they were used."),
             M(name: "ContinueActivity", inputs: [typeArg, A("properties", "a{sv}", "the activity's data; app-id names the app that published it, when known"), continueOptionsArg],
               outputs: [A("app_id", "s", "the app that took it (the browser's for the webpage-url fallback, empty when unknown)")],
-              doc: "Dispatches an activity that came from outside (a link, another device, a script) to an app of the publisher's team that declares its type; falls back to opening webpage-url. Errors: NoHandler, RemoteApplicationTimedOut, ContinuationFailed, Expired, MissingRequiredUserInfoKeys."),
+              doc: """
+              Dispatches an activity that came from outside (a link, another device, a script) to an app of the publisher's team that declares its type; falls back to opening webpage-url with the default https handler (mimeapps.list).
+              Candidates, in order: the publisher itself, apps with a registered handler, DBusActivatable apps, the rest; each group by app ID. Delivery: Handler.ContinueActivity on a registered handler; else org.freedesktop.Application.ActivateAction('continue-activity', [<(sa{sv})>], platform_data); else the app is launched from its desktop entry and the activity delivered when it registers a handler.
+              Errors: NoHandler (no candidate and no webpage-url, or the browser could not be opened), RemoteApplicationTimedOut (no answer in time, or the app could not be launched, activated or reached; the app then gets FailedToContinue), ContinuationFailed (the app answered false, or lacks the continue-activity action or the Handler method), the app's own error passed on, Expired, MissingRequiredUserInfoKeys. A confined caller may name only its own app as app-id (AccessDenied).
+              """),
             M(name: "ContinueSavedActivity", inputs: [A("saved_id", "s", "a saved-id from Search, GetSuggestions or Donate"), continueOptionsArg],
               outputs: [A("app_id", "s", "the app that took it")],
-              doc: "Continues a saved activity (a search result, a suggestion). NotFound when there is no such saved activity or the caller may not see it."),
+              doc: "Continues a saved activity (a search result, a suggestion), as ContinueActivity with the saved app as publisher; it does not count a use. NotFound when there is no such saved activity or the caller may not see it (a confined caller sees only its own app's)."),
             M(name: "RegisterApplication", inputs: [A("app_id", "s", "desktop-file ID without .desktop of an installed app")], outputs: [],
               doc: "Names the app this connection acts for when a call names none (like the host portal registry); a later call replaces it. A confined caller naming another app gets AccessDenied; an app that is not installed, UnknownApplication."),
             M(name: "RegisterHandler", inputs: [A("handler", "o", "object path where the caller implements org.example.UserActivity.Handler")], outputs: [],
@@ -157,7 +161,7 @@ public enum Interfaces {
               doc: "Continue an activity (application(_:continue:restorationHandler:))."),
             M(name: "SaveActivity", inputs: [A("activity", "o", "the owner's live activity whose NeedsSave is true")],
               outputs: [A("properties", "a{sv}", "fresh properties, applied before the activity is read; NeedsSave then becomes false")],
-              doc: "Asked of the owner before an activity whose NeedsSave is true is read for saving (5 s) or continuation (the continuation's timeout) (userActivityWillSave)."),
+              doc: "Asked of the owner before an activity whose NeedsSave is true is read for saving (5 s) or continuation (the continuation's timeout-ms, counted apart from the delivery's, so a continuation may take twice timeout-ms) (userActivityWillSave). Without an answer in time the data are used as they are."),
             M(name: "ContinuationStreamOpened", inputs: [A("activity", "o", "the origin live activity"), A("stream", "h", "the origin's end of the socket pair")], outputs: [],
               doc: "On the origin's handler when a continuing app opened a stream."),
             M(name: "FailedToContinue", inputs: [typeArg, A("error_name", "s", "the full D-Bus error name"), A("message", "s", "what went wrong")], outputs: [],
