@@ -8,6 +8,8 @@ let package = Package(
     products: [
         .executable(name: "useractivityd", targets: ["useractivityd"]),
         .executable(name: "useractivity-bench", targets: ["useractivity-bench"]),
+        .library(name: "UserActivity", targets: ["UserActivity"]),
+        .executable(name: "useractivityctl", targets: ["useractivityctl"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -44,7 +46,13 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
+        .target(name: "UserActivity", dependencies: ["DBusKit", "GLibSupport", "TypedValues", "UserActivityCore"]),
+        .executableTarget(name: "UserActivityExample", dependencies: ["UserActivity"]),
         .executableTarget(name: "useractivity-bench", dependencies: ["DBusKit", "TypedValues", "TestSupport"], path: "Sources/bench"),
+        .executableTarget(name: "useractivityctl", dependencies: [
+            "DBusKit", "TypedValues", "UserActivityCore", "GLibSupport",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
 
         // Test helpers: private dbus-daemon, child processes, fixture apps.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
@@ -54,7 +62,10 @@ let package = Package(
             "UserActivityService", "DBusKit", "GLibSupport", "TestSupport", "TypedValues",
         ]),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "DBusKit", "TypedValues"]),
+        .testTarget(name: "UserActivityTests", dependencies: ["UserActivity", "TestSupport", "DBusKit", "TypedValues"]),
         .testTarget(name: "ContinuationTests", dependencies: ["TestSupport", "DBusKit", "TypedValues"]),
+        .testTarget(name: "CLITests", dependencies: ["TestSupport"]),
+        .testTarget(name: "SearchProviderTests", dependencies: ["TestSupport", "DBusKit", "TypedValues"]),
     ],
     swiftLanguageModes: [.v6]
 )

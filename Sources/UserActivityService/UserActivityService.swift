@@ -119,6 +119,7 @@ public final class UserActivityService {
         loop.withThreadDefault { saved.privacy.start(on: loop) }
         saved.purgeExpired(now: configuration.clock())
         rearmExpiryTimer()
+        exportDesktopSearch()
     }
 
     /// Re-reads the desktop entries (they changed on disk).

@@ -19,9 +19,6 @@ struct BenchOptions {
     /// does after its reply (signals, routed by the bus) is not billed to
     /// whichever sample comes next.
     var fence = true
-    /// Idle-priority spinning threads that keep the CPUs out of their idle
-    /// state (see ``CPUKeepAwake``).
-    var keepAwake = false
     /// Case-insensitive scenario names; empty: all of them.
     var scenarios: [String] = []
     var json = false
@@ -30,7 +27,7 @@ struct BenchOptions {
 
     static let usage = """
         usage: useractivity-bench [--daemon PATH] [--iterations N] [--warmup N]
-                                  [--cpu-samples N] [--no-fence] [--keep-awake]
+                                  [--cpu-samples N] [--no-fence]
                                   [--scenario NAME[,NAME...]]...
                                   [--json] [--list-scenarios]
 
@@ -48,8 +45,6 @@ struct BenchOptions {
                               (default 2000; 0 skips it)
           --no-fence          don't send the untimed Ping after each sample that lets the
                               previous call's after-reply work (signals) finish first
-          --keep-awake        spin one SCHED_IDLE thread per CPU so that no CPU idles:
-                              on VMs, waking an idle vCPU adds tens of µs to a hop
           --scenario NAMES    only these scenarios (repeatable or comma-separated;
                               the Ping baseline always runs)
           --json              print one JSON object instead of the table
@@ -99,8 +94,6 @@ struct BenchOptions {
                     .split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
             case "--no-fence":
                 options.fence = false
-            case "--keep-awake":
-                options.keepAwake = true
             case "--json":
                 options.json = true
             case "--list-scenarios":

@@ -70,7 +70,7 @@ extension BenchReport {
         let busCPU = daemon.busCpuSecondsTimedPhase.map {
             String(format: "%.2f s (%.1f µs per round)", $0, $0 / rounds * 1e6)
         } ?? "n/a"
-        out.append("    CPU during the timed rounds: useractivityd \(cpu), dbus-daemon \(busCPU), wall \(String(format: "%.2f", daemon.wallSecondsTimedPhase)) s")
+        out.append("    CPU during the timed rounds (fences and Invalidates included): useractivityd \(cpu), dbus-daemon \(busCPU), wall \(String(format: "%.2f", daemon.wallSecondsTimedPhase)) s")
         out.append("")
 
         out.append("machine noise: \(noise.processors) CPU(s); load average before \(loads(noise.loadAverageBefore)), after \(loads(noise.loadAverageAfter))")

@@ -7,7 +7,6 @@ struct BenchReport: Codable {
     var warmup: Int
     var cpuSamples: Int
     var fence: Bool
-    var keepAwake: Bool
     var order: String
     var baseline: String
     var scenarios: [ScenarioFigures]
@@ -71,7 +70,6 @@ struct Runner {
 
     func run(daemonPath: String) throws -> BenchReport {
         let loadBefore = BenchSession.loadAverage()
-        if options.keepAwake { CPUKeepAwake.start() }
         progress("starting a private bus; useractivityd = \(daemonPath)")
         let session = try BenchSession(daemonPath: daemonPath)
         do {
@@ -170,8 +168,9 @@ struct Runner {
 
         return BenchReport(
             iterations: options.iterations, warmup: options.warmup, cpuSamples: options.cpuSamples,
-            fence: options.fence, keepAwake: options.keepAwake,
-            order: "interleaved: every scenario once per round, the first one rotating",
+            fence: options.fence,
+            order: "interleaved: every scenario once per round, the first one rotating"
+                + (options.fence ? "; an untimed fence Ping after each sample" : "; no fence between samples"),
             baseline: ScenarioCatalog.baseline.name, scenarios: figures, daemon: daemon, noise: noise,
             allTargetsMet: figures.allSatisfy { ($0.p50Pass ?? true) && ($0.p99Pass ?? true) })
     }

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+
+// UserActivityExample: the UserActivity library end to end, headless.
+//
+//   UserActivityExample            publish two activities, search them, continue one into itself, exit
+//   UserActivityExample --serve    the same, then keep handling continuations until killed
+//   --address ADDRESS              a bus other than $DBUS_SESSION_BUS_ADDRESS
+//
+// The desktop entry desktop/share/applications/com.example.UserActivityExample.desktop
+// must be installed (or its directory be in XDG_DATA_DIRS, as scripts/run-dev.sh does).
+
+var arguments = Array(CommandLine.arguments.dropFirst())
+var options = Example.Options()
+while let argument = arguments.first {
+    arguments.removeFirst()
+    switch argument {
+    case "--serve": options.serve = true
+    case "--address":
+        guard let address = arguments.first else {
+            Output.error("--address needs a bus address")
+            exit(64)
+        }
+        arguments.removeFirst()
+        options.address = address
+    case "-h", "--help":
+        Output.line("""
+            usage: UserActivityExample [--serve] [--address ADDRESS]
+              Publishes com.example.UserActivityExample activities, searches them, and continues one
+              into itself through the user-activity service. --serve keeps handling continuations.
+            """)
+        exit(0)
+    default:
+        Output.error("unknown argument '\(argument)' (try --help)")
+        exit(64)
+    }
+}
+
+exit(await Example.run(options))

@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: Apache-2.0
+import ActivityStore
+import DBusKit
+import Foundation
+import TypedValues
+import UserActivityCore
+
+/// What both desktop search objects share: exporting them, searching with the
+/// caller's visibility, describing an entry, and continuing one.
+extension UserActivityService {
+    /// Exports the GNOME Shell search provider and the KRunner runner (see
+    /// ``DesktopSearchInterfaces``). Called once from ``export()``.
+    func exportDesktopSearch() {
+        exportObject(path: DesktopSearchInterfaces.searchProviderPath,
+                     interfaces: [DesktopSearchInterfaces.gnomeSearchProvider],
+                     handlers: [DesktopSearchInterfaces.searchProviderName: [
+                         "GetInitialResultSet": { $0.searchProviderInitialResultSet },
+                         "GetSubsearchResultSet": { $0.searchProviderSubsearchResultSet },
+                         "GetResultMetas": { $0.searchProviderResultMetas },
+                         "ActivateResult": { $0.searchProviderActivateResult },
+                         "LaunchSearch": { $0.searchProviderLaunchSearch },
+                     ]])
+        exportObject(path: DesktopSearchInterfaces.krunnerPath,
+                     interfaces: [DesktopSearchInterfaces.krunner],
+                     handlers: [DesktopSearchInterfaces.krunnerName: [
+                         "Match": { $0.krunnerMatch },
+                         "Actions": { $0.krunnerActions },
+                         "Run": { $0.krunnerRun },
+                         "Config": { $0.krunnerConfig },
+                         "Teardown": { $0.krunnerTeardown },
+                     ]])
+    }
+
+    /// How many results a shell gets: both show only a handful, and a short
+    /// list keeps every keystroke's round trip cheap.
+    static let desktopSearchLimit = 20
+
+    /// Search for a shell, with the manager's visibility rule: a sandboxed
+    /// caller sees only its own app's entries (`visibleApp`), the shell all.
+    func desktopSearch(_ query: String, visibleApp: String?, limit: Int = desktopSearchLimit) throws -> [SearchHit] {
+        do {
+            return try saved.store.search(query: query, limit: limit, appID: visibleApp, activityTypes: [],
+                                          now: configuration.clock())
+        } catch {
+            log.error("desktop search failed: \(error)")
+            throw UserActivityError(.storageFailed, "the saved-activity store could not be searched: \(error)")
+        }
+    }
+
+    /// The saved entry `savedID` when it exists and the caller may see it.
+    ///
+    /// An entry of another app is reported as missing to a sandboxed caller,
+    /// as the manager's ContinueSavedActivity does, so it learns nothing.
+    func desktopSearchEntry(_ savedID: String, visibleApp: String?) throws -> SavedActivity? {
+        let entry: SavedActivity?
+        do {
+            entry = try saved.store.load(savedID: savedID, now: configuration.clock())
+        } catch {
+            throw UserActivityError(.storageFailed, "the saved-activity store could not be read: \(error)")
+        }
+        guard let entry, visibleApp == nil || entry.appID == visibleApp else { return nil }
+        return entry
+    }
+
+    /// The icon name a shell shows for an entry: its app's `Icon=`, else a generic one.
+    func desktopSearchIcon(for entry: SavedActivity) -> String {
+        if let icon = catalog.app(entry.appID)?.icon, !icon.isEmpty { return icon }
+        return DesktopSearchInterfaces.fallbackIcon
+    }
+
+    /// The one-line title a shell shows; an untitled entry still needs a label.
+    func desktopSearchName(for entry: SavedActivity) -> String {
+        if !entry.title.isEmpty { return entry.title }
+        return catalog.app(entry.appID)?.name ?? entry.activityType
+    }
+
+    /// The second line: the content description, else the app's name (so the
+    /// user knows where the result would open).
+    func desktopSearchDescription(for entry: SavedActivity) -> String {
+        if !entry.contentDescription.isEmpty { return entry.contentDescription }
+        return catalog.app(entry.appID)?.name ?? entry.appID
+    }
+
+    /// Continues a saved activity for a shell by calling our own
+    /// `ContinueSavedActivity` through the bus, asynchronously.
+    ///
+    /// Going through the bus (to our own unique name, so that no auto-start
+    /// or name owner is involved) keeps a single code path for every
+    /// continuation: the manager's handler does the lookup, target choice,
+    /// delivery, errors and logging exactly as for any other client. The
+    /// loop is never blocked; `completion` runs on it with the app that took
+    /// the activity or the D-Bus error.
+    func continueSavedForDesktop(_ savedID: String, timestamp: UInt32,
+                                 completion: @escaping (Result<String, DBusFailure>) -> Void) {
+        let call = Message.methodCall(destination: bus.uniqueName, path: Interfaces.managerPath,
+                                      interface: Interfaces.managerName, member: "ContinueSavedActivity")
+        var options: [(String, TypedValue)] = []
+        // X11 startup-notification IDs carry the user's interaction time as
+        // a _TIME suffix; it lets the window manager give the continuing
+        // app's window focus despite focus-stealing prevention.
+        if timestamp != 0 { options.append(("desktop-startup-id", .string("_TIME\(timestamp)"))) }
+        do {
+            try call.append([.string(savedID), .stringVariantDictionary(options)])
+        } catch {
+            completion(.failure(error))
+            return
+        }
+        // Longer than the continuation's own default timeout (10 s) plus its
+        // slack, so the manager's own error (RemoteApplicationTimedOut) wins.
+        bus.callAsync(call, timeoutMilliseconds: 25_000) { [weak self] result in
+            switch result {
+            case .success(let reply):
+                let app = (try? reply.arguments())?.first?.stringValue ?? ""
+                self?.log.info("desktop search: continued a saved activity", metadata: ["saved-id": "\(savedID)", "app": "\(app)"])
+                completion(.success(app))
+            case .failure(let failure):
+                self?.log.warning("desktop search: could not continue a saved activity: \(failure.name): \(failure.message)",
+                                  metadata: ["saved-id": "\(savedID)"])
+                completion(.failure(failure))
+            }
+        }
+    }
+}
+
+/// Text comparison for "the title is exactly what was typed", with the same
+/// leniency as Search itself (case and accents do not count).
+enum DesktopSearchText {
+    static func folded(_ text: String) -> String {
+        text.trimmingCharacters(in: .whitespacesAndNewlines)
+            .folding(options: [.caseInsensitive, .diacriticInsensitive, .widthInsensitive], locale: nil)
+    }
+
+    static func isExactMatch(title: String, query: String) -> Bool {
+        let query = folded(query)
+        return !query.isEmpty && folded(title) == query
+    }
+}

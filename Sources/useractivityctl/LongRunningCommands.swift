@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: Apache-2.0
+import ArgumentParser
+import DBusKit
+import Foundation
+import TypedValues
+
+struct BecomeCurrent: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Create an activity, make it current, and keep it until Ctrl-C.",
+        discussion: """
+        A live activity lasts as long as the bus connection that created it, so this command keeps running \
+        and holds its connection: it prints the activity's object path, then waits. Ctrl-C or SIGTERM \
+        invalidates the activity and exits 0. It also exits when the activity is invalidated by its app \
+        (exit 0) or when the daemon stops (exit 69). To save something without keeping a process, use donate.
+        """)
+
+    @Argument(help: ArgumentHelp("The activity type, declared by the app in X-UserActivityTypes.", valueName: "activity-type"))
+    var activityType: String
+
+    @OptionGroup var activity: ActivityOptions
+    @OptionGroup var output: OutputOptions
+
+    func run() throws {
+        let properties = try activity.properties()
+        let client = try ServiceClient()
+        Interrupts.install()
+        let reply = try client.call("BecomeCurrent", [.string(activityType), .stringVariantDictionary(properties)])
+        guard let path = reply.first?.objectPathValue else { throw CLIError("BecomeCurrent answered without an object path") }
+
+        let events = SignalQueue()
+        try events.attach(to: client.connection)
+        try client.addMatch("type='signal',sender='\(UA.busName)',path='\(UA.managerPath)',interface='org.freedesktop.DBus.ObjectManager',member='InterfacesRemoved'")
+        try client.addMatch("type='signal',sender='\(UA.busName)',path='\(path)',interface='\(UA.properties)',member='PropertiesChanged'")
+        try client.addMatch("type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(UA.busName)'")
+
+        if output.json { try Output.json(["activity": path]) } else { Output.line(path) }
+        Output.error("\(activityType) is current at \(path); it lasts while this command runs. Press Ctrl-C to end it.")
+
+        while !Interrupts.stopRequested {
+            guard client.connection.readWriteDispatch(timeoutMilliseconds: 200) else {
+                throw CLIError("the session bus closed; the activity is gone", exitCode: CLIError.unavailable)
+            }
+            for signal in events.drain() {
+                switch signal.member {
+                case "InterfacesRemoved" where signal.arguments.first?.objectPathValue == path:
+                    Output.error("the activity was invalidated (by its app); exiting")
+                    return
+                case "NameOwnerChanged" where signal.arguments.count == 3 && signal.arguments[2].stringValue == "":
+                    throw CLIError("useractivityd stopped; the activity is gone", exitCode: CLIError.unavailable)
+                case "PropertiesChanged":
+                    if let changed = signal.arguments.dropFirst().first?.stringVariantEntries,
+                       let current = changed.first(where: { $0.0 == "Current" })?.1.boolValue {
+                        Output.error(current ? "the activity is current again" : "the activity is no longer current (another one became current)")
+                    }
+                default:
+                    break
+                }
+            }
+        }
+        // Ending it explicitly (rather than by closing the connection) means
+        // every watcher sees it gone before this command has exited.
+        _ = try? client.call(path: path, interface: UA.activityInterface, "Invalidate", timeoutMilliseconds: 2000)
+        client.connection.flush()
+        Output.error("the activity ended")
+    }
+}
+
+struct Monitor: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Follow current-activity changes and continuations live, one line per event.",
+        discussion: """
+        Prints one line per event until Ctrl-C, flushed at once: "<time> current <path> <app-id> <activity-type> <title>", \
+        "<time> current none", "<time> continued <path> by <app-id>", "<time> daemon started|stopped". \
+        With --json each event is one JSON object per line (time, event, and path, app-id, activity-type, title, by-app-id). \
+        A line on stderr says when it is listening.
+        """)
+
+    @OptionGroup var output: OutputOptions
+
+    func run() throws {
+        let client = try ServiceClient()
+        Interrupts.install()
+        // Start the daemon (D-Bus activation) so that there is something to
+        // follow; before subscribing, so that its own start is not an event.
+        _ = try client.managerProperty("Version")
+        let events = SignalQueue()
+        try events.attach(to: client.connection)
+        try client.addMatch("type='signal',sender='\(UA.busName)',path='\(UA.managerPath)',interface='\(UA.properties)',member='PropertiesChanged'")
+        try client.addMatch("type='signal',sender='\(UA.busName)',interface='\(UA.activityInterface)',member='Continued'")
+        try client.addMatch("type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(UA.busName)'")
+        Output.error("following \(UA.busName): current activity and continuations (Ctrl-C to stop)")
+
+        while !Interrupts.stopRequested {
+            guard client.connection.readWriteDispatch(timeoutMilliseconds: 200) else {
+                throw CLIError("the session bus closed", exitCode: CLIError.unavailable)
+            }
+            for signal in events.drain() {
+                try report(signal, client: client)
+            }
+        }
+    }
+
+    private func report(_ signal: ReceivedSignal, client: ServiceClient) throws {
+        let time = ISO8601DateFormatter().string(from: Date())
+        var fields: [String: String] = [:]
+        var words: [String] = []
+        switch signal.member {
+        case "PropertiesChanged":
+            guard signal.arguments.first?.stringValue == UA.managerInterface,
+                  let changed = signal.arguments.dropFirst().first?.stringVariantEntries,
+                  let path = changed.first(where: { $0.0 == "CurrentActivity" })?.1.objectPathValue
+            else { return }
+            if path == "/" {
+                fields = ["event": "current", "path": "/"]
+                words = ["current", "none"]
+            } else {
+                // The activity may already be gone again; its path is still worth a line.
+                let properties = Dictionary((try? client.activityProperties(path)) ?? [], uniquingKeysWith: { _, last in last })
+                let app = properties["AppId"]?.plainText ?? ""
+                let type = properties["ActivityType"]?.plainText ?? ""
+                let title = properties["Title"]?.plainText ?? ""
+                fields = ["event": "current", "path": path, "app-id": app, "activity-type": type, "title": title]
+                words = ["current", path, app, type, "\"" + title.replacingOccurrences(of: "\"", with: "\\\"") + "\""]
+            }
+        case "Continued":
+            let app = signal.arguments.first?.stringValue ?? ""
+            fields = ["event": "continued", "path": signal.path, "by-app-id": app]
+            words = ["continued", signal.path, "by", app]
+        case "NameOwnerChanged":
+            guard signal.arguments.count == 3 else { return }
+            let state = signal.arguments[2].stringValue?.isEmpty == false ? "started" : "stopped"
+            fields = ["event": "daemon", "state": state]
+            words = ["daemon", state]
+        default:
+            return
+        }
+        if output.json {
+            fields["time"] = time
+            try Output.jsonLine(fields)
+        } else {
+            Output.line(([time] + words).joined(separator: " "))
+        }
+    }
+}
+
+/// A signal, read out of libdbus's callback to be handled outside it.
+struct ReceivedSignal {
+    var path: String
+    var interface: String
+    var member: String
+    var arguments: [TypedValue]
+}
+
+/// Collects signals from a connection's filter; handling them inside the
+/// filter would mean making D-Bus calls from within libdbus's dispatch.
+final class SignalQueue: @unchecked Sendable {
+    private var queued: [ReceivedSignal] = []
+
+    func attach(to connection: Connection) throws(CLIError) {
+        do {
+            try connection.addFilter { [self] message in
+                if message.kind == .signal, let path = message.path, let interface = message.interface, let member = message.member {
+                    queued.append(ReceivedSignal(path: path, interface: interface, member: member,
+                                                 arguments: (try? message.arguments()) ?? []))
+                }
+                return false
+            }
+        } catch {
+            throw CLIError(error)
+        }
+    }
+
+    func drain() -> [ReceivedSignal] {
+        defer { queued.removeAll() }
+        return queued
+    }
+}

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import TestSupport
+import Testing
+@testable import UserActivity
+
+/// The repository root (the directory holding Package.swift above this file).
+func repositoryRoot(filePath: String = #filePath) -> String {
+    var dir = (filePath as NSString).deletingLastPathComponent
+    while dir != "/" && !dir.isEmpty {
+        if FileManager.default.fileExists(atPath: "\(dir)/Package.swift") { return dir }
+        dir = (dir as NSString).deletingLastPathComponent
+    }
+    return FileManager.default.currentDirectoryPath
+}
+
+@Suite("The example app and the Python examples, run against the daemon", .serialized)
+struct ExampleTests {
+    /// A bus whose daemon sees the repository's desktop/ entries (as scripts/run-dev.sh arranges).
+    private func harness() throws -> LibraryHarness {
+        let h = try LibraryHarness()
+        let source = "\(repositoryRoot())/desktop/share/applications/com.example.UserActivityExample.desktop"
+        try FileManager.default.copyItem(atPath: source, toPath: "\(h.session.applicationsDirectory())/com.example.UserActivityExample.desktop")
+        return h
+    }
+
+    @Test("UserActivityExample runs headless end to end: publishes, searches, continues into itself")
+    func exampleApp() async throws {
+        let h = try harness()
+        let example: String
+        do {
+            example = try BuiltProducts.executable(named: "UserActivityExample")
+        } catch {
+            Issue.record("UserActivityExample is not built: run `swift build --product UserActivityExample` first (\(error))")
+            return
+        }
+        let bus = h.bus
+        let result = try await offload { try bus.run(example, [], timeout: 60) }
+        #expect(result.exitCode == 0, "\(result)\n\(h.logTail())")
+        let out = result.stdout
+        #expect(out.contains("✓ the desktop entry declares every type"), "\(out)")
+        #expect(out.contains("▶ open-document: /home/user/Quarterly Report.odt, page 3, zoom 1.25 (run by the app)"), "\(out)")
+        #expect(out.contains("✓ published com.example.UserActivityExample.open-document \"Open Quarterly Report.odt\""), "\(out)")
+        #expect(out.contains("▶ show-page: Q3 results online <https://example.com/reports/q3> (run by the app)"), "\(out)")
+        #expect(out.contains("search \"quarterly\": 1 result(s)\n  Open Quarterly Report.odt — Page 4 of /home/user/Quarterly Report.odt"), "\(out)")
+        if !out.contains("does not continue activities yet") {
+            #expect(out.contains("▶ open-document: /home/user/Notes.odt, page 7 (continued, published by com.example.UserActivityExample)"), "\(out)")
+            #expect(out.contains("✓ continued by com.example.UserActivityExample"), "\(out)")
+        }
+        #expect(out.hasSuffix("done\n"), "\(out)")
+    }
+
+    @Test("UserActivityExample without its desktop entry stops with the line to add (exit 78)")
+    func exampleWithoutDeclaration() async throws {
+        let h = try LibraryHarness()
+        try h.session.writeDesktopEntry(appID: "com.example.UserActivityExample", types: ["com.example.UserActivityExample.open-document"])
+        guard let example = try? BuiltProducts.executable(named: "UserActivityExample") else {
+            Issue.record("UserActivityExample is not built")
+            return
+        }
+        let bus = h.bus
+        let result = try await offload { try bus.run(example, [], timeout: 60) }
+        #expect(result.exitCode == 78, "\(result)")
+        #expect(result.stderr.contains("X-UserActivityTypes=com.example.UserActivityExample.open-document;com.example.UserActivityExample.show-page;"),
+                "\(result.stderr)")
+    }
+
+    @Test("examples/python/donate_and_search.py donates and finds a shortcut over D-Bus")
+    func pythonDonateAndSearch() async throws {
+        let h = try harness()
+        let script = "\(repositoryRoot())/examples/python/donate_and_search.py"
+        let bus = h.bus
+        let result = try await offload { try bus.run("/usr/bin/python3", [script, "quarterly"], timeout: 60) }
+        #expect(result.exitCode == 0, "\(result)\n\(h.logTail())")
+        #expect(result.stdout.contains("donated: saved id "), "\(result.stdout)")
+        #expect(result.stdout.contains("Quarterly report"), "\(result.stdout)")
+    }
+
+    @Test("examples/python/continue_handler.py receives a continuation the library asks for")
+    func pythonContinueHandler() async throws {
+        let h = try harness()
+        let script = "\(repositoryRoot())/examples/python/continue_handler.py"
+        let handler = try h.bus.spawn("/usr/bin/python3", [script, "--once"])
+        defer { handler.terminate(grace: 1) }
+        let ready = try await offload { try handler.readLine(timeout: 20) }
+        #expect(ready?.hasPrefix("waiting for continuations") == true, "\(ready ?? "nil") \(handler.stderrText)")
+
+        let client = try h.client(nil)
+        let link = UserActivity(activityType: "com.example.UserActivityExample.open-document", client: client)
+        link.title = "From Swift"
+        link.userInfo = ["path": "/tmp/from-swift.odt", "page": 2]
+        try await withContinuationKnownIssue {
+            let app = try await client.continueActivity(link, options: .init(targetAppID: "com.example.UserActivityExample", timeout: 10))
+            #expect(app == "com.example.UserActivityExample")
+            let line = try await offload { try handler.readLine(timeout: 10) }
+            #expect(line?.contains("continue com.example.UserActivityExample.open-document") == true, "\(line ?? "nil")")
+            #expect(line?.contains("/tmp/from-swift.odt") == true, "\(line ?? "nil")")
+        }
+    }
+}

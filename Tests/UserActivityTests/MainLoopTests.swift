@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: Apache-2.0
+import DBusKit
+import Foundation
+import TestSupport
+import Testing
+import TypedValues
+@testable import UserActivity
+
+/// A GLib main loop run by a thread the test owns, as a GTK app runs its own.
+final class LoopThread: @unchecked Sendable {
+    let loop = GLibMainLoop.withNewContext()
+    let name: String
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(name: String) {
+        self.name = name
+        let started = DispatchSemaphore(value: 0)
+        let thread = Thread { [self] in
+            started.wait()               // Linux Foundation: name the thread once start() returned
+            Thread.current.name = name
+            loop.run()
+            finished.signal()
+        }
+        thread.start()
+        started.signal()
+    }
+
+    func stop() {
+        // quit() before run() started would be lost: wait until the loop runs.
+        _ = waitUntil(timeout: 5, interval: 0.005) { loop.isRunning }
+        loop.quit()
+        finished.wait()
+    }
+}
+
+@Suite("The library's loop: on a thread of its own, or attached to the app's GLib main loop", .serialized)
+struct MainLoopTests {
+    @Test("Without a loop of the app's own, the library runs one on its thread; callbacks come from it")
+    func ownThread() async throws {
+        let h = try LibraryHarness()
+        let client = try h.client(Names.notes)
+        #expect(client.runner.ownsThread)
+        let threads = Recorder<String>()
+        let activity = UserActivity(activityType: Names.editNote, client: client)
+        activity.title = "Own thread"
+        activity.wasContinued = { _ in threads.append(Thread.current.name ?? "?") }
+        try await activity.becomeCurrent().wait()
+        #expect(try await h.currentActivity() == activity.objectPath)
+
+        try await withContinuationKnownIssue {
+            try await client.register(continuationHandler: ContinuationClosures(
+                willContinue: { _ in threads.append(Thread.current.name ?? "?") },
+                continue: { _ in true }))
+            try await activity.handOff(options: .init(targetAppID: Names.notes))
+            #expect(await threads.wait { $0.count == 2 })
+            #expect(threads.values == ["UserActivity", "UserActivity"], "willContinue and wasContinued run on the library's loop thread")
+        }
+        client.close()
+        await #expect(throws: UserActivityError.self) { try await client.search("x") }
+    }
+
+    @Test("Attached to a caller's MainLoop: requests are served by that loop, callbacks run on its thread")
+    func attachedToCallersLoop() async throws {
+        let h = try LibraryHarness()
+        let loopThread = LoopThread(name: "app-main-loop")
+        defer { loopThread.stop() }
+        let client = try UserActivityClient(appID: Names.notes, address: h.bus.address, mainLoop: loopThread.loop)
+        #expect(!client.runner.ownsThread)
+        let threads = Recorder<String>()
+        let activity = UserActivity(activityType: Names.editNote, client: client)
+        activity.title = "Attached"
+        activity.userInfo = ["where": "the app's loop"]
+        activity.wasContinued = { _ in threads.append(Thread.current.name ?? "?") }
+        try await activity.becomeCurrent().wait()
+        #expect(try await h.currentActivity() == activity.objectPath)
+        activity.title = "Attached (updated)"
+        await client.waitForPendingRequests()
+        #expect(try await h.properties(try #require(activity.objectPath))["Title"] == .string("Attached (updated)"))
+        #expect(try await client.serviceVersion().isEmpty == false)
+
+        try await withContinuationKnownIssue {
+            try await client.register(continuationHandler: ContinuationClosures(
+                willContinue: { _ in threads.append(Thread.current.name ?? "?") },
+                continue: { _ in true }))
+            try await activity.handOff(options: .init(targetAppID: Names.notes))
+            #expect(await threads.wait { $0.count == 2 })
+            #expect(threads.values == ["app-main-loop", "app-main-loop"])
+        }
+        client.close()
+    }
+
+    @Test("Attached to a loop that is not running yet: requests wait for it, then go out in order")
+    func attachedBeforeRunning() async throws {
+        let h = try LibraryHarness()
+        let loop = GLibMainLoop.withNewContext()
+        let client = try UserActivityClient(appID: Names.notes, address: h.bus.address, mainLoop: loop)
+        let first = UserActivity(activityType: Names.editNote, client: client)
+        first.title = "queued first"
+        let firstDone = first.becomeCurrent()
+        let second = UserActivity(activityType: Names.showPage, client: client)
+        second.title = "queued second"
+        let secondDone = second.becomeCurrent()
+        try await Task.sleep(nanoseconds: 100_000_000)
+        #expect(!firstDone.isFinished, "nothing is sent before the loop runs")
+
+        // Now the app runs its loop (here by iterating it on a thread).
+        let stop = Recorder<Bool>()
+        let box = UncheckedSendable(loop)
+        let iterating = Thread {
+            while stop.values.isEmpty { box.value.iterate(mayBlock: false); usleep(1000) }
+        }
+        iterating.start()
+        defer { stop.append(true) }
+        try await firstDone.wait()
+        try await secondDone.wait()
+        #expect(try await h.currentActivity() == second.objectPath)
+    }
+}
+
+@Suite("When the service restarts", .serialized)
+struct ServiceRestartTests {
+    @Test("The client registers again and publishes its current activity again; continuations reach it")
+    func serviceRestart() async throws {
+        let h = try LibraryHarness()
+        let client = try h.client(Names.notes)
+        let continued = Recorder<String>()
+        try await client.register(continuationHandler: ContinuationClosures { activity in
+            continued.append(activity.title ?? "")
+            return true
+        })
+        let activity = UserActivity(activityType: Names.editNote, client: client)
+        activity.title = "Survives a restart"
+        activity.userInfo = ["note": "n-3"]
+        try await activity.becomeCurrent().wait()
+        let before = try #require(activity.objectPath)
+
+        func daemonPID() async -> UInt32? {
+            let reply = try? await offload {
+                let connection = try h.rawConnection()
+                let message = Message.methodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                                 interface: "org.freedesktop.DBus", member: "GetConnectionUnixProcessID")
+                try message.append([.string(Names.busName)])
+                return try connection.call(message, timeoutMilliseconds: 5000).arguments()
+            }
+            if case .uint32(let pid)? = reply?.first { return pid }
+            return nil
+        }
+        let oldPID = try #require(await daemonPID())
+        kill(pid_t(oldPID), SIGKILL)
+
+        // The client starts the service again by itself and republishes
+        // (the new instance may well reuse the same object path).
+        let republished = await waitUntil(timeout: 15, interval: 0.05) {
+            guard let pid = await daemonPID(), pid != oldPID, let path = activity.objectPath else { return false }
+            return (try? await h.currentActivity()) == path
+        }
+        #expect(republished, "the current activity was not published again (before: \(before))\n\(h.logTail())")
+        if let path = activity.objectPath {
+            let properties = try await h.properties(path)
+            #expect(properties["Title"] == .string("Survives a restart"))
+            #expect(entries(properties["UserInfo"]) == ["note": .string("n-3")])
+        }
+        // The handler is registered with the new instance.
+        let caller = try h.client(Names.reader)
+        let link = UserActivity(activityType: Names.editNote, client: caller)
+        link.title = "after the restart"
+        #expect(try await caller.continueActivity(link, options: .init(targetAppID: Names.notes, timeout: 5)) == Names.notes)
+        #expect(continued.values == ["after the restart"])
+    }
+}

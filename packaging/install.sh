@@ -1,0 +1,219 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# The one place that knows where useractivity's files go. Every package
+# recipe (packaging/debian/rules, packaging/rpm/useractivity.spec) and a plain
+# `sudo packaging/install.sh PREFIX=/usr` use it; packaging/layout.txt is the
+# documented result and the smoke test compares the two.
+#
+#   packaging/install.sh [--build-only | --no-build] [VAR=value ...]
+#
+#   (default)     build (release, static Swift runtime), check linkage, install
+#   --build-only  build and check linkage only (a recipe's build step)
+#   --no-build    install what an earlier --build-only built (a recipe's
+#                 install step; nothing is compiled, so it can run as root)
+#
+# Variables (environment or VAR=value arguments; arguments win):
+#   DESTDIR             staging root prepended to every path (default: empty)
+#   PREFIX              /usr/local
+#   BINDIR              $PREFIX/bin                   useractivityctl
+#   LIBEXECDIR          $PREFIX/libexec               useractivityd
+#   DATADIR             $PREFIX/share
+#   MANDIR              $DATADIR/man
+#   DOCDIR              $DATADIR/doc/useractivity     README.md
+#   LICENSEDIR          $DOCDIR                       LICENSE; empty: not installed
+#                                                     (Debian: debian/copyright)
+#   DBUSSERVICEDIR      $DATADIR/dbus-1/services
+#   DBUSINTERFACEDIR    $DATADIR/dbus-1/interfaces
+#   SYSTEMDUSERUNITDIR  $PREFIX/lib/systemd/user
+#   APPLICATIONSDIR     $DATADIR/applications
+#   SEARCHPROVIDERDIR   $DATADIR/gnome-shell/search-providers
+#   KRUNNERDIR          $DATADIR/krunner/dbusplugins
+#   BASHCOMPLETIONDIR   $DATADIR/bash-completion/completions
+#   ZSHCOMPLETIONDIR    $DATADIR/zsh/site-functions   (Debian: vendor-completions)
+#   FISHCOMPLETIONDIR   $DATADIR/fish/vendor_completions.d
+#   SWIFT               swift
+#   SCRATCH_PATH        .build-pkg (relative to the source tree)
+#   SWIFT_BUILD_FLAGS   extra `swift build` arguments (word-split)
+#
+# Paths inside installed files (the D-Bus activation file's Exec=, the
+# systemd unit's ExecStart=) are rewritten to LIBEXECDIR, so any PREFIX works.
+# Parts whose sources are not in the tree (e.g. useractivityctl while it is
+# being written) are skipped with a message naming them.
+set -euo pipefail
+
+mode=all
+for argument in "$@"; do
+  case "$argument" in
+    --build-only) mode=build ;;
+    --no-build) mode=install ;;
+    -h|--help) sed -n '3,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+    [A-Z]*=*)
+      name="${argument%%=*}"
+      case "$name" in
+        DESTDIR|PREFIX|BINDIR|LIBEXECDIR|DATADIR|MANDIR|DOCDIR|LICENSEDIR|DBUSSERVICEDIR|DBUSINTERFACEDIR|\
+        SYSTEMDUSERUNITDIR|APPLICATIONSDIR|SEARCHPROVIDERDIR|KRUNNERDIR|BASHCOMPLETIONDIR|ZSHCOMPLETIONDIR|\
+        FISHCOMPLETIONDIR|SWIFT|SCRATCH_PATH|SWIFT_BUILD_FLAGS)
+          printf -v "$name" '%s' "${argument#*=}"
+          export "${name?}" ;;
+        *) echo "install.sh: unknown variable $name (see --help)" >&2; exit 2 ;;
+      esac ;;
+    *) echo "install.sh: unknown argument $argument (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+source_dir="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$source_dir"
+
+DESTDIR="${DESTDIR:-}"
+PREFIX="${PREFIX:-/usr/local}"
+BINDIR="${BINDIR:-$PREFIX/bin}"
+LIBEXECDIR="${LIBEXECDIR:-$PREFIX/libexec}"
+DATADIR="${DATADIR:-$PREFIX/share}"
+MANDIR="${MANDIR:-$DATADIR/man}"
+DOCDIR="${DOCDIR:-$DATADIR/doc/useractivity}"
+LICENSEDIR="${LICENSEDIR-$DOCDIR}"
+DBUSSERVICEDIR="${DBUSSERVICEDIR:-$DATADIR/dbus-1/services}"
+DBUSINTERFACEDIR="${DBUSINTERFACEDIR:-$DATADIR/dbus-1/interfaces}"
+SYSTEMDUSERUNITDIR="${SYSTEMDUSERUNITDIR:-$PREFIX/lib/systemd/user}"
+APPLICATIONSDIR="${APPLICATIONSDIR:-$DATADIR/applications}"
+SEARCHPROVIDERDIR="${SEARCHPROVIDERDIR:-$DATADIR/gnome-shell/search-providers}"
+KRUNNERDIR="${KRUNNERDIR:-$DATADIR/krunner/dbusplugins}"
+BASHCOMPLETIONDIR="${BASHCOMPLETIONDIR:-$DATADIR/bash-completion/completions}"
+ZSHCOMPLETIONDIR="${ZSHCOMPLETIONDIR:-$DATADIR/zsh/site-functions}"
+FISHCOMPLETIONDIR="${FISHCOMPLETIONDIR:-$DATADIR/fish/vendor_completions.d}"
+SWIFT="${SWIFT:-swift}"
+SCRATCH_PATH="${SCRATCH_PATH:-.build-pkg}"
+SWIFT_BUILD_FLAGS="${SWIFT_BUILD_FLAGS:-}"
+
+for name in PREFIX BINDIR LIBEXECDIR DATADIR MANDIR DOCDIR DBUSSERVICEDIR DBUSINTERFACEDIR SYSTEMDUSERUNITDIR \
+            APPLICATIONSDIR SEARCHPROVIDERDIR KRUNNERDIR BASHCOMPLETIONDIR ZSHCOMPLETIONDIR FISHCOMPLETIONDIR; do
+  case "${!name}" in
+    /*) ;;
+    *) echo "install.sh: $name must be an absolute path (got '${!name}')" >&2; exit 2 ;;
+  esac
+done
+case "$LICENSEDIR" in ""|/*) ;; *) echo "install.sh: LICENSEDIR must be absolute or empty" >&2; exit 2 ;; esac
+
+note() { echo "install.sh: $*" >&2; }
+
+# What this tree can build: the CLI is optional until its sources land.
+products=(useractivityd)
+if [ -d Sources/useractivityctl ]; then
+  products+=(useractivityctl)
+else
+  note "SKIPPING useractivityctl: Sources/useractivityctl is not in this tree (no /usr/bin/useractivityctl, no shell completions)"
+fi
+
+# Release build with the Swift runtime linked in: the package then needs only
+# the system's libdbus, GLib, SQLite and C/C++ runtime. Full RELRO, no
+# $ORIGIN runpath (nothing is loaded from next to the binary).
+build_flags=(--scratch-path "$SCRATCH_PATH" -c release --static-swift-stdlib --disable-local-rpath
+             -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now)
+if [ -n "$SWIFT_BUILD_FLAGS" ]; then
+  # shellcheck disable=SC2206 # word splitting is the point
+  build_flags+=($SWIFT_BUILD_FLAGS)
+fi
+
+if [ "$mode" != install ]; then
+  if ! command -v "$SWIFT" >/dev/null; then
+    note "'$SWIFT' not found: install a Swift 6 toolchain from swift.org and put it on PATH (or set SWIFT=/path/to/swift)"
+    exit 1
+  fi
+  for product in "${products[@]}"; do
+    note "building $product: $SWIFT build ${build_flags[*]} --product $product"
+    "$SWIFT" build "${build_flags[@]}" --product "$product"
+  done
+fi
+
+bin_path="$SCRATCH_PATH/release"   # SwiftPM's link to <triple>/release
+binaries=()
+for product in "${products[@]}"; do
+  if [ ! -x "$bin_path/$product" ]; then
+    note "$bin_path/$product is missing: run packaging/install.sh --build-only first"
+    exit 1
+  fi
+  binaries+=("$bin_path/$product")
+done
+"$source_dir/packaging/check-linkage.sh" "${binaries[@]}"
+[ "$mode" = build ] && exit 0
+
+# ---------------------------------------------------------------- install
+
+umask 022
+# install_file MODE SOURCE DIRECTORY [NAME]
+install_file() {
+  install -d -m 0755 "$DESTDIR$3"
+  install -m "$1" "$2" "$DESTDIR$3/${4:-$(basename "$2")}"
+}
+# optional_file MODE SOURCE DIRECTORY [NAME]: skipped with a note when absent.
+optional_file() {
+  if [ -f "$2" ]; then
+    install_file "$@"
+  else
+    note "SKIPPING $3/${4:-$(basename "$2")}: $2 is not in this tree"
+  fi
+}
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+# The daemon and the CLI.
+install_file 0755 "$bin_path/useractivityd" "$LIBEXECDIR"
+if [ -x "$bin_path/useractivityctl" ] && [[ " ${products[*]} " == *" useractivityctl "* ]]; then
+  install_file 0755 "$bin_path/useractivityctl" "$BINDIR"
+fi
+
+# D-Bus: activation file (Exec= pointing at this LIBEXECDIR) and the interface.
+sed "s|^Exec=.*|Exec=$LIBEXECDIR/useractivityd|" dbus/org.example.UserActivity.service \
+  > "$work/org.example.UserActivity.service"
+grep -qx "SystemdService=useractivityd.service" "$work/org.example.UserActivity.service" || {
+  note "dbus/org.example.UserActivity.service lacks SystemdService=useractivityd.service"; exit 1; }
+install_file 0644 "$work/org.example.UserActivity.service" "$DBUSSERVICEDIR"
+install_file 0644 dbus/org.example.UserActivity.xml "$DBUSINTERFACEDIR"
+
+# systemd user unit (ExecStart= pointing at this LIBEXECDIR).
+sed "s|^ExecStart=/usr/libexec/useractivityd|ExecStart=$LIBEXECDIR/useractivityd|" \
+  packaging/systemd/useractivityd.service > "$work/useractivityd.service"
+install_file 0644 "$work/useractivityd.service" "$SYSTEMDUSERUNITDIR"
+
+# Desktop integration: the hidden desktop entry that the GNOME Shell search
+# provider and the KRunner plugin name, and those two files.
+optional_file 0644 desktop/org.example.UserActivity.desktop "$APPLICATIONSDIR"
+optional_file 0644 desktop/org.example.UserActivity.search-provider.ini "$SEARCHPROVIDERDIR"
+optional_file 0644 desktop/krunner/org.example.UserActivity.desktop "$KRUNNERDIR"
+
+# Man pages: every man/NAME.SECTION, compressed here so that every package
+# format ships the same names (dh_compress and brp-compress leave .gz alone).
+shopt -s nullglob
+man_pages=(man/*.[1-9])
+shopt -u nullglob
+if [ ${#man_pages[@]} -eq 0 ]; then
+  note "SKIPPING man pages: no man/*.[1-9] in this tree"
+fi
+for page in "${man_pages[@]}"; do
+  section="${page##*.}"
+  gzip -9 -n -c "$page" > "$work/$(basename "$page").gz"
+  install_file 0644 "$work/$(basename "$page").gz" "$MANDIR/man$section"
+done
+
+# Shell completions, generated by the CLI itself (swift-argument-parser).
+if [ -x "$bin_path/useractivityctl" ] && [[ " ${products[*]} " == *" useractivityctl "* ]]; then
+  ctl="$bin_path/useractivityctl"
+  "$ctl" --generate-completion-script bash > "$work/useractivityctl.bash"
+  "$ctl" --generate-completion-script zsh > "$work/_useractivityctl"
+  "$ctl" --generate-completion-script fish > "$work/useractivityctl.fish"
+  for script in "$work/useractivityctl.bash" "$work/_useractivityctl" "$work/useractivityctl.fish"; do
+    [ -s "$script" ] || { note "useractivityctl --generate-completion-script wrote nothing for $(basename "$script")"; exit 1; }
+  done
+  install_file 0644 "$work/useractivityctl.bash" "$BASHCOMPLETIONDIR" useractivityctl
+  install_file 0644 "$work/_useractivityctl" "$ZSHCOMPLETIONDIR"
+  install_file 0644 "$work/useractivityctl.fish" "$FISHCOMPLETIONDIR"
+fi
+
+# Documentation and license.
+install_file 0644 README.md "$DOCDIR"
+if [ -n "$LICENSEDIR" ]; then
+  install_file 0644 LICENSE "$LICENSEDIR"
+fi
+
+note "installed into ${DESTDIR:-/} (PREFIX=$PREFIX)"
