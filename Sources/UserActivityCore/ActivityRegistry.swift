@@ -90,6 +90,7 @@ public final class ActivityRegistry {
         let activity = LiveActivity(id: id, activityType: type, appID: app, connection: connection, properties: properties)
         activities[id] = activity
         countByConnection[connection, default: 0] += 1
+        trackExpiry(of: id)
         return (activity, [.added(id: id)])
     }
 
@@ -100,6 +101,7 @@ public final class ActivityRegistry {
         let changed = patch.changedFields.filter { activity.properties.value(of: $0) != updated.value(of: $0) }
         activity.properties = updated
         activities[id] = activity
+        trackExpiry(of: id)
         var events: [RegistryEvent] = []
         var uniqueChanged: [ActivityField] = []
         for field in changed where !uniqueChanged.contains(field) { uniqueChanged.append(field) }
@@ -141,6 +143,7 @@ public final class ActivityRegistry {
     /// Ends the activity; it leaves the bus.
     public func invalidate(_ id: String) throws(UserActivityError) -> [RegistryEvent] {
         guard let activity = activities.removeValue(forKey: id) else { throw Self.unknownObject(id) }
+        expiring[id] = nil
         countByConnection[activity.connection, default: 1] -= 1
         if countByConnection[activity.connection] == 0 { countByConnection[activity.connection] = nil }
         var events: [RegistryEvent] = []
@@ -160,17 +163,28 @@ public final class ActivityRegistry {
     }
 
     /// The earliest expiration date still to come, for a one-shot timer.
+    /// Only activities with a date are looked at: this runs after every change.
     public func nextExpiration() -> Int64? {
-        activities.values.lazy.filter { !$0.hasExpired && $0.properties.expirationDate != 0 }
-            .map(\.properties.expirationDate).min()
+        expiring.values.min()
+    }
+
+    /// Activity ID → expiration date, for the live activities that will expire.
+    private var expiring: [String: Int64] = [:]
+
+    private func trackExpiry(of id: String) {
+        if let activity = activities[id], !activity.hasExpired, activity.properties.expirationDate != 0 {
+            expiring[id] = activity.properties.expirationDate
+        } else {
+            expiring[id] = nil
+        }
     }
 
     /// Marks every activity whose date has come as expired; an expired current one stops being current.
     public func expireDue(now: Int64) -> [RegistryEvent] {
         var events: [RegistryEvent] = []
-        for (id, activity) in activities where !activity.hasExpired
-            && activity.properties.expirationDate != 0 && activity.properties.expirationDate <= now {
+        for (id, date) in expiring where date <= now {
             activities[id]?.hasExpired = true
+            expiring[id] = nil
             if currentID == id {
                 currentID = nil
                 events.append(.currentChanged(from: id, to: nil))

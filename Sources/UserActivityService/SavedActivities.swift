@@ -61,6 +61,7 @@ final class SavedActivities {
         let record = Self.record(type: activity.activityType, app: activity.appID, properties: activity.properties)
         try storage("save the activity") {
             _ = try store.save(record, at: now, countsAsUse: countsAsUse)
+            if record.expirationDate != 0 { expirationMayHaveChanged() }
             try privacy.enforceLimit(app: activity.appID)
         }
     }
@@ -70,6 +71,7 @@ final class SavedActivities {
         guard privacy.settings.allowsSaving(app: app, type: type) else { return "" }
         return try storage("save the donation") {
             let savedID = try store.save(Self.record(type: type, app: app, properties: properties), at: now, countsAsUse: true)
+            if properties.expirationDate != 0 { expirationMayHaveChanged() }
             try privacy.enforceLimit(app: app)
             return savedID
         }
@@ -136,6 +138,7 @@ final class SavedActivities {
 
     func purgeExpired(now: Int64) {
         do {
+            expirationMayHaveChanged()
             let purged = try store.purgeExpired(now: now)
             if purged > 0 { log.info("purged expired saved activities", metadata: ["count": "\(purged)"]) }
         } catch {
@@ -143,5 +146,18 @@ final class SavedActivities {
         }
     }
 
-    func nextExpiration() -> Int64? { try? store.nextExpiration() }
+    /// The store's earliest expiration date, cached: it is asked after every
+    /// change on the bus, and only a write can make it earlier.
+    func nextExpiration() -> Int64? {
+        if let cached = cachedNextExpiration { return cached }
+        let next = try? store.nextExpiration()
+        cachedNextExpiration = .some(next)
+        return next
+    }
+
+    private var cachedNextExpiration: Int64??
+
+    /// A write may have added an earlier date; deletions can only leave a
+    /// stale, earlier one, which just fires the purge timer early.
+    private func expirationMayHaveChanged() { cachedNextExpiration = nil }
 }
