@@ -205,6 +205,9 @@ if [ -x "$bin_path/useractivityctl" ] && [[ " ${products[*]} " == *" useractivit
   for script in "$work/useractivityctl.bash" "$work/_useractivityctl" "$work/useractivityctl.fish"; do
     [ -s "$script" ] || { note "useractivityctl --generate-completion-script wrote nothing for $(basename "$script")"; exit 1; }
   done
+  # bash-completion sources the file: a #! line is meaningless there (lintian:
+  # bash-completion-with-hashbang).
+  sed -i '1{/^#!/d}' "$work/useractivityctl.bash"
   install_file 0644 "$work/useractivityctl.bash" "$BASHCOMPLETIONDIR" useractivityctl
   install_file 0644 "$work/_useractivityctl" "$ZSHCOMPLETIONDIR"
   install_file 0644 "$work/useractivityctl.fish" "$FISHCOMPLETIONDIR"

@@ -93,6 +93,8 @@ public final class ActivityStore: Sendable {
         // NORMAL in WAL mode: a commit is durable against a process kill;
         // only a power loss can drop the last transactions.
         try db.execute("PRAGMA synchronous = NORMAL")
+        // After a burst of writes the WAL would otherwise keep its peak size on disk.
+        try db.execute("PRAGMA journal_size_limit = 4194304")
         try db.execute("PRAGMA foreign_keys = ON")
         // Overwrite deleted content where it costs no extra I/O: "forget"
         // should not leave titles readable in free pages.
@@ -298,6 +300,7 @@ public final class ActivityStore: Sendable {
             try statement.bind(15, Int64(countsAsUse ? 1 : 0))
             try statement.bind(16, now)
             try statement.bind(17, hours.bytes)
+            db.entryCountByApp[record.appID]? += 1
             try statement.run()
         }
         return savedID
@@ -604,7 +607,19 @@ public final class ActivityStore: Sendable {
     /// (`MaxSavedPerApplication`). Returns how many were deleted.
     @discardableResult
     public func trim(appID: String, keeping: Int) throws -> Int {
-        try run("""
+        // Counted once per app and kept up to date by inserts, so the common
+        // case (under the limit) costs no query on every save.
+        let count = try connection.withLock { db throws(StoreError) -> Int in
+            if let cached = db.entryCountByApp[appID] { return cached }
+            let counted = try db.withStatement("SELECT count(*) FROM entries WHERE app_id = ?1") { statement throws(StoreError) in
+                try statement.bind(1, appID)
+                return try statement.step() ? statement.int(0) : 0
+            }
+            db.entryCountByApp[appID] = counted
+            return counted
+        }
+        guard count > keeping else { return 0 }
+        return try run("""
             DELETE FROM entries WHERE app_id = ?1 AND id NOT IN
                 (SELECT id FROM entries WHERE app_id = ?1 ORDER BY last_used DESC, id DESC LIMIT ?2)
             """, [.text(appID), .integer(Int64(max(0, keeping)))])
@@ -672,6 +687,8 @@ public final class ActivityStore: Sendable {
                     }
                     try statement.run()
                 }
+                // Any delete may change any app's count.
+                db.entryCountByApp.removeAll()
                 return db.changes
             }
         }

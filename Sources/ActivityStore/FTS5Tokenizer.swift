@@ -15,15 +15,23 @@ final class FTS5Tokenizer {
     private let tokenize: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, Int32, UnsafePointer<CChar>?, Int32,
                                           (@convention(c) (UnsafeMutableRawPointer?, Int32, UnsafePointer<CChar>?, Int32, Int32, Int32) -> Int32)?) -> Int32
 
+    /// SQLite keeps the pointer type it is given and compares it while the
+    /// statement runs, so it must outlive the call to `sqlite3_bind_pointer`
+    /// (a Swift string argument is a temporary copy: AddressSanitizer caught
+    /// SQLite reading it after it was freed).
+    nonisolated(unsafe) private static let pointerType: UnsafeMutablePointer<CChar> = strdup("fts5_api_ptr")!
+
     init(_ db: SQLiteConnection) throws(StoreError) {
-        var api: UnsafeMutablePointer<fts5_api>?
+        // Where fts5() writes the API pointer when the statement steps: it must
+        // stay valid past the bind (a withUnsafeMutablePointer pointer does not).
+        let slot = UnsafeMutablePointer<UnsafeMutablePointer<fts5_api>?>.allocate(capacity: 1)
+        slot.initialize(to: nil)
+        defer { slot.deallocate() }
         try db.withStatement("SELECT fts5(?1)") { statement throws(StoreError) in
-            try db.check(withUnsafeMutablePointer(to: &api) {
-                sqlite3_bind_pointer(statement.handle, 1, $0, "fts5_api_ptr", nil)
-            }, "sqlite3_bind_pointer")
+            try db.check(sqlite3_bind_pointer(statement.handle, 1, slot, Self.pointerType, nil), "sqlite3_bind_pointer")
             _ = try statement.step()
         }
-        guard let api, let find = api.pointee.xFindTokenizer else {
+        guard let api = slot.pointee, let find = api.pointee.xFindTokenizer else {
             throw StoreError(function: "fts5(?1)", code: SQLITE_ERROR, message: "this SQLite has no FTS5 API")
         }
         var context: UnsafeMutableRawPointer?

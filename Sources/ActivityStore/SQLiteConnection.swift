@@ -29,6 +29,10 @@ final class SQLiteConnection {
         sqlite3_extended_result_codes(db, 1)
     }
 
+    /// Saved entries per app, for the per-app limit: filled on demand, bumped
+    /// by inserts, cleared by deletes.
+    var entryCountByApp: [String: Int] = [:]
+
     /// FTS5's tokenizer, made on first use (it needs the connection).
     private var tokenizer: FTS5Tokenizer?
 

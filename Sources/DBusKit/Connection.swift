@@ -181,6 +181,14 @@ public final class Connection: @unchecked Sendable {
     public func setMaximumMessageSize(_ bytes: Int) {
         dbus_connection_set_max_message_size(pointer, bytes)
     }
+
+    /// Sets how many file descriptors an incoming message may carry. libdbus
+    /// accepts 16 and drops the whole connection for a message with more, so a
+    /// bus configured to pass more (`max_message_unix_fds`) would let any
+    /// client knock the receiver off the bus.
+    public func setMaximumMessageUnixFDs(_ count: Int) {
+        dbus_connection_set_max_message_unix_fds(pointer, count)
+    }
 }
 
 final class PendingCompletion {

@@ -13,6 +13,16 @@ public struct ActivityLimits: Sendable {
     public var maximumLiveActivitiesPerConnection = 256
     /// A session-wide cap so that many connections cannot exhaust memory.
     public var maximumLiveActivities = 8192
+    /// Continuations in flight (Continue calls not yet answered) per caller
+    /// connection and in the session; each holds state until it ends.
+    public var maximumPendingContinuationsPerConnection = 64
+    public var maximumPendingContinuations = 1024
+    /// How deep user-info and content-attributes may nest, counted as D-Bus
+    /// counts (each array, dictionary entry, structure and variant is a
+    /// level; the `a{sv}` itself is two). The service wraps them in up to 7
+    /// more levels (GetManagedObjects) and D-Bus refuses messages deeper than
+    /// 64: the bus would disconnect the service for sending one.
+    public var maximumNestingDepth = 48
 
     public init() {}
     public static let standard = ActivityLimits()
@@ -190,7 +200,8 @@ public struct ActivityPatch: Sendable {
         return text
     }
 
-    private static func dictionary(_ value: TypedValue, _ field: ActivityField, limit: Int, tooLarge: UserActivityError.Kind) throws(UserActivityError) -> [(key: String, value: TypedValue)] {
+    private static func dictionary(_ value: TypedValue, _ field: ActivityField, limit: Int, depthLimit: Int,
+                                   tooLarge: UserActivityError.Kind) throws(UserActivityError) -> [(key: String, value: TypedValue)] {
         guard let entries = value.stringVariantEntries else { return [] }
         var seen = Set<String>()
         for (key, inner) in entries {
@@ -201,11 +212,27 @@ public struct ActivityPatch: Sendable {
                 throw .invalidArgument("\(field.key!) entry '\(key.prefix(200))' has type '\(inner.signature)': file descriptors (h), object paths (o) and signatures (g) cannot be stored; use strings instead")
             }
         }
+        let depth = nestingDepth(value)
+        if depth > depthLimit {
+            throw UserActivityError(tooLarge, "\(field.key!) nests \(depth) levels deep (each array, dictionary entry, structure and variant is one, the a{sv} itself two); at most \(depthLimit) are allowed")
+        }
         let size = value.marshalledSize
         if size > limit {
             throw UserActivityError(tooLarge, "\(field.key!) is \(size) bytes when marshalled; at most \(limit) bytes are allowed. Keep large data elsewhere and store a reference to it")
         }
         return entries.map { (key: $0.0, value: $0.1) }
+    }
+
+    /// Nesting as D-Bus counts it towards its limit of 64.
+    static func nestingDepth(_ value: TypedValue) -> Int {
+        switch value {
+        case .array(_, let elements): return 1 + (elements.lazy.map(nestingDepth).max() ?? 0)
+        case .dictionary(_, _, let entries):
+            return 2 + (entries.lazy.map { max(nestingDepth($0.key), nestingDepth($0.value)) }.max() ?? 0)
+        case .structure(let fields): return 1 + (fields.lazy.map(nestingDepth).max() ?? 0)
+        case .variant(let inner): return 1 + nestingDepth(inner)
+        default: return 0
+        }
     }
 
     private static func url(_ value: TypedValue, _ field: ActivityField, webOnly: Bool, limit: Int) throws(UserActivityError) -> String {
@@ -222,9 +249,9 @@ public struct ActivityPatch: Sendable {
         switch field {
         case .title: p.title = try text(value, field, limit: limits.maximumTitleBytes)
         case .userInfo:
-            p.userInfo = try dictionary(value, field, limit: limits.maximumUserInfoBytes, tooLarge: .userInfoTooLarge)
+            p.userInfo = try dictionary(value, field, limit: limits.maximumUserInfoBytes, depthLimit: limits.maximumNestingDepth, tooLarge: .userInfoTooLarge)
         case .contentAttributes:
-            p.contentAttributes = try dictionary(value, field, limit: limits.maximumContentAttributesBytes, tooLarge: .limitExceeded)
+            p.contentAttributes = try dictionary(value, field, limit: limits.maximumContentAttributesBytes, depthLimit: limits.maximumNestingDepth, tooLarge: .limitExceeded)
         case .requiredUserInfoKeys:
             let keys = value.stringArrayValue ?? []
             if keys.count > 256 { throw .limitExceeded("required-user-info-keys has \(keys.count) keys; at most 256 are allowed") }

@@ -96,7 +96,11 @@ final class PrivacyControls {
 
     private func enforceRetention() {
         guard settings.retentionDays > 0 else { return }
-        let cutoff = clock() - Int64(settings.retentionDays) * 86_400_000_000
+        // Any u is a valid RetentionDays; one too long for Int64 µs keeps everything
+        // (trapping here would crash every start, since the setting is kept on disk).
+        let (span, spanOverflows) = Int64(settings.retentionDays).multipliedReportingOverflow(by: 86_400_000_000)
+        let (cutoff, cutoffOverflows) = clock().subtractingReportingOverflow(span)
+        guard !spanOverflows, !cutoffOverflows else { return }
         do {
             let deleted = try store.delete(lastUsedFrom: .min, to: cutoff)
             if deleted > 0 { log.info("retention: purged saved activities", metadata: ["deleted": "\(deleted)", "days": "\(settings.retentionDays)"]) }

@@ -5,6 +5,9 @@ import GLibSupport
 import Logging
 import TypedValues
 import UserActivityCore
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What the service needs from its surroundings; tests inject their own.
 public struct ServiceConfiguration: Sendable {
@@ -105,6 +108,9 @@ public final class UserActivityService {
 
     /// Registers the objects and subscriptions; call before requesting the name.
     public func export() throws {
+        // As many descriptors as the kernel passes in one message (SCM_MAX_FD):
+        // more than libdbus's 16 must not cost us the bus (they are closed unread).
+        bus.setMaximumMessageUnixFDs(253)
         try bus.addMatch("type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged'")
         try bus.addFilter { [unowned self] message in self.filter(message) }
         try bus.registerFallback(path: Interfaces.managerPath) { [unowned self] message in self.route(message) }
@@ -140,11 +146,13 @@ public final class UserActivityService {
             onNameLost?()
             return false
         }
-        guard message.interface == "org.freedesktop.DBus" else { return false }
+        // Any client can send us a unicast signal that looks like the bus's:
+        // only the bus daemon itself is believed (a forged NameLost would
+        // make the service exit).
+        guard message.interface == "org.freedesktop.DBus", message.sender == "org.freedesktop.DBus" else { return false }
         switch message.member {
         case "NameOwnerChanged":
-            guard message.sender == "org.freedesktop.DBus",
-                  let arguments = try? message.arguments(), arguments.count == 3,
+            guard let arguments = try? message.arguments(), arguments.count == 3,
                   let name = arguments[0].stringValue, let old = arguments[1].stringValue,
                   let new = arguments[2].stringValue
             else { return false }
@@ -291,6 +299,8 @@ public final class UserActivityService {
             send(error: "org.freedesktop.DBus.Error.InvalidArgs", "the arguments could not be read: \(error.message)", to: message)
             return true
         }
+        // No method takes a file descriptor, but a variant can carry one.
+        TypedValue.closeFileDescriptors(in: arguments)
         handler(self)(Invocation(message: message, arguments: arguments, activityID: activityID, bus: bus))
         return true
     }
@@ -404,6 +414,24 @@ public final class UserActivityService {
             let now = configuration.clock()
             saved.purgeExpired(now: now)
             emit(registry.expireDue(now: now))
+        }
+    }
+}
+
+extension TypedValue {
+    /// Closes every file descriptor in `values`. libdbus gives whoever reads
+    /// a message a `dup()` of each descriptor in it; the service takes none,
+    /// so it closes them at once (else every call carrying one would leak a
+    /// descriptor until the daemon runs out).
+    static func closeFileDescriptors(in values: [TypedValue]) {
+        for value in values {
+            switch value {
+            case .unixFD(let fd): close(fd)
+            case .variant(let inner): closeFileDescriptors(in: [inner])
+            case .array(_, let elements), .structure(let elements): closeFileDescriptors(in: elements)
+            case .dictionary(_, _, let entries): closeFileDescriptors(in: entries.flatMap { [$0.key, $0.value] })
+            default: break
+            }
         }
     }
 }

@@ -22,6 +22,10 @@ struct BenchOptions {
     /// Case-insensitive scenario names; empty: all of them.
     var scenarios: [String] = []
     var json = false
+    /// `--store`: Donate throughput and Search latency at these store sizes instead of the scenarios.
+    var store = false
+    var storeSizes = [10_000, 100_000]
+    var storeSamples = 300
     var listScenarios = false
     var help = false
 
@@ -48,6 +52,11 @@ struct BenchOptions {
           --scenario NAMES    only these scenarios (repeatable or comma-separated;
                               the Ping baseline always runs)
           --json              print one JSON object instead of the table
+          --store             instead: durable Donate throughput (sequential, 16 in flight) and
+                              Search latency (4 query kinds, next to Ping) at each store size,
+                              with the daemon's RSS and the store's size on disk
+          --store-sizes N,N   store sizes for --store (default 10000,100000)
+          --store-samples N   samples per query kind and size (default 300)
           --list-scenarios    print the scenario names and exit
           -h, --help          this text
         """
@@ -96,6 +105,13 @@ struct BenchOptions {
                 options.fence = false
             case "--json":
                 options.json = true
+            case "--store":
+                options.store = true
+            case "--store-sizes":
+                options.storeSizes = try value(for: name, inline: inline).split(separator: ",")
+                    .map { try count(String($0), for: name, minimum: 5000) }
+            case "--store-samples":
+                options.storeSamples = try count(value(for: name, inline: inline), for: name, minimum: 10)
             case "--list-scenarios":
                 options.listScenarios = true
             case "-h", "--help":

@@ -42,7 +42,11 @@ extension BenchReport {
         out.append("")
         for scenario in scenarios {
             out.append("\(scenario.name): \(scenario.timed)")
-            out.append("    n=\(scenario.latency.samples)  min \(fixed(scenario.latency.minUs)) µs  p99.9 \(fixed(scenario.latency.p999Us)) µs  max \(fixed(scenario.latency.maxUs)) µs")
+            var line = "    n=\(scenario.latency.samples)  min \(fixed(scenario.latency.minUs)) µs  p99.9 \(fixed(scenario.latency.p999Us)) µs  max \(fixed(scenario.latency.maxUs)) µs"
+            if scenario.name != baseline {
+                line += "  p50/\(baseline) by half: " + scenario.p50RatioByHalf.map { String(format: "%.2f×", $0) }.joined(separator: ", ")
+            }
+            out.append(line)
             if scenario.daemonCpuUsPerCall != nil || scenario.busCpuUsPerCall != nil {
                 out.append("    CPU per call (separate pass of \(cpuSamples), bookkeeping included): useractivityd \(optionalFixed(scenario.daemonCpuUsPerCall)) µs, dbus-daemon \(optionalFixed(scenario.busCpuUsPerCall)) µs")
             }

@@ -25,6 +25,10 @@ struct ScenarioFigures: Codable {
     var maxRatio: Double?
     /// CPU time per sample from the separate, non-interleaved pass (bookkeeping
     /// calls such as CreateActivity's Invalidate included); nil when skipped.
+    /// p50 ratio in the first and the second half of the rounds: the rounds
+    /// interleave, so both halves saw the same machine; a verdict that flips
+    /// between them is noise, not the daemon.
+    var p50RatioByHalf: [Double]
     var daemonCpuUsPerCall: Double?
     var busCpuUsPerCall: Double?
     var p50Pass: Bool?
@@ -134,24 +138,30 @@ struct Runner {
         precondition(scenarios.first?.name == ScenarioCatalog.baseline.name, "the baseline must be scenario 0")
         let baselineSamples = samples[0]
         let baseline = LatencySummary(nanoseconds: baselineSamples)
+        let half = baselineSamples.count / 2
+        func halves(_ values: [UInt64]) -> [LatencySummary] {
+            half > 0 ? [LatencySummary(nanoseconds: Array(values[..<half])), LatencySummary(nanoseconds: Array(values[half...]))]
+                : [LatencySummary(nanoseconds: values), LatencySummary(nanoseconds: values)]
+        }
+        let baselineHalves = halves(baselineSamples)
         var figures: [ScenarioFigures] = []
         for (index, scenario) in scenarios.enumerated() {
             let latency = LatencySummary(nanoseconds: samples[index])
+            let byHalf = zip(halves(samples[index]), baselineHalves).map { $0.p50Us / $1.p50Us }
             let p50Ratio = latency.p50Us / baseline.p50Us
             let p99Ratio = latency.p99Us / baseline.p99Us
             let facts = benchmarks[index].facts
             figures.append(ScenarioFigures(
                 name: scenario.name, timed: scenario.timed, latency: latency,
-                p50Ratio: p50Ratio, p99Ratio: p99Ratio, maxRatio: scenario.maxRatioToBaseline,
+                p50Ratio: p50Ratio, p99Ratio: p99Ratio, maxRatio: scenario.maxRatioToBaseline, p50RatioByHalf: byHalf,
                 daemonCpuUsPerCall: cpuPerCall[index].daemon, busCpuUsPerCall: cpuPerCall[index].bus,
                 p50Pass: scenario.maxRatioToBaseline.map { p50Ratio <= $0 },
                 p99Pass: scenario.maxRatioToBaseline.map { p99Ratio <= $0 },
                 facts: facts.map { ScenarioFigures.Fact(name: $0.0, value: $0.1) }))
         }
 
-        let half = baselineSamples.count / 2
-        let firstHalf = half > 0 ? LatencySummary(nanoseconds: Array(baselineSamples[..<half])).p50Us : baseline.p50Us
-        let secondHalf = LatencySummary(nanoseconds: Array(baselineSamples[half...])).p50Us
+        let firstHalf = baselineHalves[0].p50Us
+        let secondHalf = baselineHalves[1].p50Us
         let spread = abs(firstHalf - secondHalf) / baseline.p50Us * 100
         let noise = NoiseFigures(
             processors: BenchSession.onlineProcessors, loadAverageBefore: loadBefore, loadAverageAfter: loadAfter,

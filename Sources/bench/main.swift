@@ -39,6 +39,18 @@ func runBench() -> Int32 {
         guard FileManager.default.isExecutableFile(atPath: daemonPath) else {
             throw BenchError("\(daemonPath) is not an executable file (build it: swift build -c release --product useractivityd)")
         }
+        if options.store {
+            let session = try BenchSession(daemonPath: daemonPath)
+            defer { session.stop() }
+            try session.start()
+            let rows = try StoreBench(session: session, sizes: options.storeSizes, samples: options.storeSamples,
+                                      progress: note).run()
+            print("useractivity-bench --store: one client on one private bus; baseline = Ping to the same daemon, measured in the same rounds")
+            print(StoreBench.table(rows))
+            let load = BenchSession.loadAverage().map { String(format: "%.2f", $0) }.joined(separator: " ")
+            print("machine noise: load average \(load) on \(ProcessInfo.processInfo.activeProcessorCount) CPU(s); absolute µs are this machine's")
+            return 0
+        }
         let report = try Runner(options: options, scenarios: scenarios, progress: note).run(daemonPath: daemonPath)
         print(options.json ? try report.json() : report.table())
         return 0

@@ -71,7 +71,7 @@ final class ContinuationService {
                     "a sandboxed caller may name only its own app (\(identity.process.appID ?? "none identified")) as the publisher in app-id, not \(publisher); leave app-id out for an activity of unknown origin")
             }
             try payload.checkContinuable(now: now())
-            start(invocation: invocation, method: "ContinueActivity", payload: payload, originID: nil, options: options)
+            try start(invocation: invocation, method: "ContinueActivity", payload: payload, originID: nil, options: options)
         }
     }
 
@@ -96,7 +96,7 @@ final class ContinuationService {
             let payload = try ContinuationPayload.fromSaved(type: entry.activityType, app: entry.appID,
                                                             stored: entry.record.properties, limits: registry.limits)
             try payload.checkContinuable(now: now())
-            start(invocation: invocation, method: "ContinueSavedActivity", payload: payload, originID: nil, options: options)
+            try start(invocation: invocation, method: "ContinueSavedActivity", payload: payload, originID: nil, options: options)
         }
     }
 
@@ -122,7 +122,7 @@ final class ContinuationService {
             let options = try ContinuationOptions.parse(optionEntries, method: "Activity.Continue")
             let payload = ContinuationPayload(activityType: activity.activityType, properties: activity.properties,
                                               publisher: activity.appID)
-            start(invocation: invocation, method: "Activity.Continue", payload: payload, originID: id, options: options)
+            try start(invocation: invocation, method: "Activity.Continue", payload: payload, originID: id, options: options)
         }
     }
 
@@ -161,7 +161,17 @@ final class ContinuationService {
 
     /// Creates and runs a continuation.
     private func start(invocation: Invocation, method: String, payload: ContinuationPayload, originID: String?,
-                       options: ContinuationOptions) {
+                       options: ContinuationOptions) throws {
+        // Each continuation holds state, a timer and perhaps a launched app
+        // until it ends (up to its timeout-ms): bounded per caller and in all.
+        let limits = registry.limits
+        let fromCaller = pending.values.lazy.filter { $0.invocation.sender == invocation.sender }.count
+        guard fromCaller < limits.maximumPendingContinuationsPerConnection else {
+            throw UserActivityError.limitExceeded("this connection already has \(fromCaller) continuations in flight, the most allowed; wait for one to finish")
+        }
+        guard pending.count < limits.maximumPendingContinuations else {
+            throw UserActivityError.limitExceeded("the service already has \(pending.count) continuations in flight, the most allowed; try again later")
+        }
         let continuation = PendingContinuation(serial: nextSerial, invocation: invocation, method: method,
                                                payload: payload, originID: originID, options: options)
         nextSerial += 1

@@ -117,6 +117,7 @@ extension ContinuationService {
         switch result {
         case .success(let reply):
             let arguments = (try? reply.arguments()) ?? []
+            TypedValue.closeFileDescriptors(in: arguments) // an app's reply may carry descriptors; none is used
             if arguments.count == 1, let handled = arguments[0].boolValue {
                 if handled {
                     succeed(continuation, app: app)

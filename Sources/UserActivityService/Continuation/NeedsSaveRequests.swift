@@ -161,6 +161,7 @@ final class NeedsSaveRequests {
         var events: [RegistryEvent]
         do {
             let arguments = try reply.arguments()
+            TypedValue.closeFileDescriptors(in: arguments) // an app's reply may carry descriptors; none is used
             guard arguments.count == 1, let entries = arguments[0].stringVariantEntries else {
                 throw UserActivityError.invalidArgument("SaveActivity must answer (a{sv}), not (\(reply.signature))")
             }

@@ -1,0 +1,39 @@
+// swift-tools-version:6.0
+// SPDX-License-Identifier: Apache-2.0
+import PackageDescription
+
+// libFuzzer harnesses for the daemon's parsing code. The daemon's modules are
+// symlinked from ../Sources (SwiftPM only takes target paths inside the
+// package), so the fuzzers always test the current code without being part
+// of the main package's build. Build and run with `Fuzz/run.sh`.
+//
+// lld: with `-sanitize=fuzzer` the default gold linker dies with an internal
+// error (dwarf_reader.cc) on this toolchain; lld links fine.
+let lld: [LinkerSetting] = [.unsafeFlags(["-use-ld=lld"])]
+
+func harness(_ name: String) -> Target {
+    .executableTarget(name: name, dependencies: ["FuzzDriver", "FuzzGenerators"], linkerSettings: lld)
+}
+
+let package = Package(
+    name: "useractivity-fuzz",
+    targets: [
+        .systemLibrary(name: "CDBus", pkgConfig: "dbus-1"),
+        .systemLibrary(name: "CGLib", pkgConfig: "gio-unix-2.0"),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3"),
+        .target(name: "TypedValues"),
+        .target(name: "DBusKit", dependencies: ["CDBus", "TypedValues"]),
+        .target(name: "GLibSupport", dependencies: ["CGLib", "DBusKit"]),
+        .target(name: "UserActivityCore", dependencies: ["TypedValues"]),
+        .target(name: "ActivityStore", dependencies: ["CSQLite", "TypedValues"]),
+        // Shared with Tests/HardeningTests (symlinked there): generators and properties.
+        .target(name: "FuzzGenerators", dependencies: ["TypedValues", "UserActivityCore", "ActivityStore"]),
+        .target(name: "FuzzDriver", dependencies: ["GLibSupport", "UserActivityCore"]),
+        harness("fuzz-desktop-entries"),
+        harness("fuzz-cgroup"),
+        harness("fuzz-process-tree"),
+        harness("fuzz-user-info"),
+        harness("fuzz-codec-decode"),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: Apache-2.0
+import ActivityStore
+import DBusKit
+import Foundation
+import GLibSupport
+import TestSupport
+import Testing
+import TypedValues
+import UserActivityCore
+import UserActivityService
+
+/// The libFuzzer harnesses' generators and properties (Fuzz/Sources/FuzzGenerators,
+/// symlinked into Shared/), run from fixed seeds so that CI exercises them
+/// without libFuzzer and a failure names the seed that reproduces it.
+///
+/// `FUZZ_ITERATIONS=<n>` runs each property <n> times instead of its default.
+@Suite("Parser properties (deterministic fuzzing)")
+struct ParserPropertyTests {
+    static func iterations(_ standard: Int) -> Int {
+        ProcessInfo.processInfo.environment["FUZZ_ITERATIONS"].flatMap { Int($0) } ?? standard
+    }
+    static let loader: KeyFileLoader = { GLibKeyFile.load(path: $0) }
+
+    /// Runs `check` for `iterations` seeds; records each violation with its seed.
+    private func run(_ name: String, iterations: Int, _ check: (inout FuzzInput, UInt64) -> [String]) {
+        var failures = 0
+        for i in 0..<Self.iterations(iterations) {
+            let seed = UInt64(i) &* 0x9E37_79B9 &+ 0x5EED
+            var input = FuzzInput(seed: seed)
+            let violations = check(&input, seed)
+            if !violations.isEmpty {
+                failures += 1
+                Issue.record("\(name), seed \(seed): \(violations.joined(separator: "; "))")
+                if failures >= 5 { return }
+            }
+        }
+    }
+
+    @Test("cgroup lines: snap names, app units and their app ID candidates, systemd unescaping")
+    func cgroupLines() {
+        run("cgroup", iterations: 5000) { input, _ in ParserProperties.checkCgroup(&input) }
+    }
+
+    @Test(".flatpak-info and /proc trees: a sandbox is never taken for the host, a vanished process has no app")
+    func processTrees() throws {
+        let scratch = try TemporaryDirectory(prefix: "uahf-")
+        run("process tree", iterations: 1500) { input, _ in
+            ParserProperties.checkProcessTree(&input, procRoot: scratch.appending("proc"), loadKeyFile: Self.loader)
+        }
+    }
+
+    @Test("Desktop entries: precedence, the team rule and declared types hold for any file contents")
+    func desktopEntries() throws {
+        let scratch = try TemporaryDirectory(prefix: "uahd-")
+        run("desktop entries", iterations: 1000) { input, _ in
+            ParserProperties.checkDesktopEntries(&input, scratch: scratch.appending("apps"), loadKeyFile: Self.loader)
+        }
+    }
+
+    @Test("Properties and user-info: parse/applied/merge keep every limit, and accepted values round-trip through the store codec")
+    func userInfo() {
+        run("user info", iterations: 4000) { input, _ in ParserProperties.checkUserInfo(&input) }
+    }
+
+    @Test("Store codec: damaged and arbitrary blobs never crash decoding")
+    func codecDecode() {
+        run("codec", iterations: 5000) { input, _ in
+            ParserProperties.checkDecode(input.bytes(count: input.int(0...64)))
+                + ParserProperties.checkDecode(ParserProperties.damagedEncoding(&input))
+        }
+    }
+
+    @Test("Nesting at the codec's limit: 64 containers round-trip, 65 are refused")
+    func codecDepthLimit() throws {
+        func nested(_ depth: Int) -> TypedValue {
+            var value = TypedValue.int32(1)
+            for level in 0..<depth {
+                switch level % 3 {
+                case 0: value = .variant(value)
+                case 1: value = .array(elementType: value.signature, [value])
+                default: value = .structure([value, .byte(0)])
+                }
+            }
+            return value
+        }
+        let deepest = nested(TypedValueCodec.maximumDepth)
+        #expect(try TypedValueCodec.decode(TypedValueCodec.encode(deepest)).isIdentical(to: deepest))
+        #expect(throws: CodecError.self) { try TypedValueCodec.encode(nested(TypedValueCodec.maximumDepth + 1)) }
+        // A forged blob nesting deeper is refused, not a stack overflow.
+        let forged: [UInt8] = [1] + Array(repeating: UInt8(ascii: "v"), count: 100_000) + [UInt8(ascii: "y"), 0]
+        #expect(throws: CodecError.self) { try TypedValueCodec.decode(forged) }
+    }
+
+    /// The spec defines user-info's size as libdbus's marshalled length; the
+    /// daemon computes it without libdbus (`marshalledSize`). They must agree
+    /// for every value, or the 64 KiB limit is off.
+    @Test("marshalledSize equals the length libdbus marshals, for random values")
+    func marshalledSizeMatchesLibdbus() throws {
+        var configuration = ValueGenerator.Configuration()
+        configuration.maximumDepth = 10
+        configuration.maximumElements = 5
+        let values = ValueGenerator(configuration)
+        var mismatches = 0
+        for i in 0..<Self.iterations(3000) {
+            var input = FuzzInput(seed: UInt64(i) &+ 77)
+            let value: TypedValue = i % 2 == 0
+                ? .stringVariantDictionary((0..<input.int(0...4)).map { ("k\($0)", values.value(&input)) })
+                : values.value(&input)
+            let message = Message.methodCall(destination: nil, path: "/", interface: "x.y", member: "Z")
+            try message.append([value])
+            let libdbus = try message.marshalledBodyLength()
+            if libdbus != value.marshalledSize {
+                mismatches += 1
+                Issue.record("\(value.signature): libdbus marshals \(libdbus) bytes, marshalledSize says \(value.marshalledSize)")
+                if mismatches >= 5 { return }
+            }
+        }
+    }
+}
