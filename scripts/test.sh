@@ -9,4 +9,15 @@ scripts/install-deps.sh
 swift build
 # The D-Bus introspection kept in dbus/ must be what the daemon serves.
 diff -u dbus/org.example.UserActivity.xml <(.build/debug/useractivityd --print-introspection)
-USERACTIVITYD_PATH="$PWD/.build/debug/useractivityd" swift test "$@"
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+status=0
+USERACTIVITYD_PATH="$PWD/.build/debug/useractivityd" swift test "$@" 2>&1 | tee "$log" || status=$?
+# All tests are Swift Testing tests (XCTest's "Executed 0 tests" above is its
+# empty half); end with one plain summary line a CI reader cannot mistake.
+total=$(sed -n 's/.*Test run with \([0-9]*\) tests\{0,1\} in .*/\1/p' "$log" | tail -n 1)
+failed=$(grep -c '^✘ Test .* failed after' "$log" || true)
+if [ -n "$total" ]; then
+  echo "$((total - failed)) passed, $failed failed"
+fi
+exit "$status"

@@ -70,6 +70,11 @@ enum ScenarioCatalog {
             maxRatioToBaseline: 1.3,
             make: { BecomeCurrentBenchmark() }),
         Scenario(
+            name: "ContinueActivity",
+            timed: "org.example.UserActivity.ContinueActivity(s, a{sv}, a{sv}) → s, delivered to a running handler that answers true",
+            maxRatioToBaseline: 2.5,
+            make: { ContinueActivityBenchmark() }),
+        Scenario(
             name: "BusPing",
             timed: "org.freedesktop.DBus.Peer.Ping to the bus daemon itself: the floor of any round trip here",
             maxRatioToBaseline: nil,
