@@ -25,12 +25,19 @@ final class SavedActivities {
         privacy = PrivacyControls(directory: configDirectory, store: store, clock: clock, log: log)
     }
 
-    /// The `a{sv}` a saved copy keeps: every property, user-info trimmed to the required keys.
+    /// The `a{sv}` a saved copy keeps: every property that differs from its
+    /// default (saved copies are rebuilt onto the defaults, so this is
+    /// lossless and keeps a 100k-entry store small), user-info trimmed to the
+    /// required keys.
     static func savedProperties(_ properties: ActivityProperties) -> TypedValue {
         var trimmed = properties
         trimmed.userInfo = properties.savedUserInfo
+        let defaults = ActivityProperties()
         let fields = ActivityField.allCases.filter { $0.key != nil && $0 != .activityType && $0 != .appID }
-        return .stringVariantDictionary(fields.map { ($0.key!, trimmed.value(of: $0)) })
+        return .stringVariantDictionary(fields.compactMap { field in
+            let value = trimmed.value(of: field)
+            return value.isIdentical(to: defaults.value(of: field)) ? nil : (field.key!, value)
+        })
     }
 
     static func record(type: String, app: String, properties: ActivityProperties) -> SavedActivityRecord {
