@@ -5,10 +5,13 @@ import TypedValues
 /// turned into the `a{sv}` an app receives.
 ///
 /// Every delivery path (a handler's `ContinueActivity`, `ActivateAction`'s
-/// `(sa{sv})` parameter) sends the same dictionary: every property by its
-/// kebab-case key (defaults included, so an app never has to guess), plus
-/// `app-id` naming the publisher when it is known. `activity-type` is the
-/// separate argument, and `Current` is no property of the data.
+/// `(sa{sv})` parameter) sends the same dictionary: `app-id` naming the
+/// publisher when it is known, `title` and `user-info` always, and every other
+/// property whose value differs from its documented default (an absent key
+/// means the default). Why not every key: the dictionary is marshalled for
+/// each continuation, and libdbus's per-entry cost made it a quarter of the
+/// daemon's work per call. `activity-type` is the separate argument, and
+/// `Current` is no property of the data.
 public struct ContinuationPayload: Sendable {
     /// The activity type (the separate `activity_type` argument of every delivery).
     public var activityType: String
@@ -67,8 +70,12 @@ public struct ContinuationPayload: Sendable {
         if let publisher { pairs.append(("app-id", .string(publisher))) }
         for field in ActivityField.allCases {
             guard let key = field.key, field != .activityType, field != .appID else { continue }
-            pairs.append((key, properties.value(of: field)))
+            let value = properties.value(of: field)
+            if field != .title && field != .userInfo && value.isIdentical(to: Self.defaults.value(of: field)) { continue }
+            pairs.append((key, value))
         }
         return .stringVariantDictionary(pairs)
     }
+
+    private static let defaults = ActivityProperties()
 }

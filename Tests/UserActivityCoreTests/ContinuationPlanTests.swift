@@ -211,7 +211,12 @@ private func kind(_ body: () throws -> Any) -> UserActivityError.Kind? {
         #expect(entries.first?.0 == "app-id")
         #expect(entries.contains { $0.0 == "title" && $0.1 == .string("T") })
         #expect(!entries.contains { $0.0 == "activity-type" })
-        #expect(Set(entries.map(\.0)) == Set(ActivityField.knownKeys.filter { $0 != "activity-type" }))
+        // title and user-info always, then only what differs from its default.
+        #expect(Set(entries.map(\.0)) == ["app-id", "title", "user-info"])
+        let keyed = try ContinuationPayload.fromOutside(type: type, entries: [
+            ("keywords", .stringArray(["k"])), ("eligible-for-handoff", .boolean(false)), ("eligible-for-search", .boolean(false)),
+        ], limits: .standard)
+        #expect(Set((keyed.dictionary.stringVariantEntries ?? []).map(\.0)) == ["title", "user-info", "keywords", "eligible-for-handoff"])
         #expect(kind { try ContinuationPayload.fromOutside(type: type, entries: [("nope", .string(""))], limits: .standard) } == .invalidArgument)
         #expect(kind { try ContinuationPayload.fromOutside(type: type, entries: [("app-id", .string("x"))], limits: .standard) } == .invalidArgument)
         #expect(kind {
