@@ -155,7 +155,7 @@ public enum Interfaces {
         The service calls these; it is not served by useractivityd.
         """,
         methods: [
-            M(name: "ContinueActivity", inputs: [typeArg, A("activity", "a{sv}", "the activity's properties by kebab-case key, app-id included"),
+            M(name: "ContinueActivity", inputs: [typeArg, A("activity", "a{sv}", "the activity's properties by kebab-case key: app-id (the publisher, when known), title and user-info always; any other property only when it differs from its default (an absent key means the default)"),
                                                  A("platform_data", "a{sv}", "continuation-token when the origin supports streams; activation-token and desktop-startup-id when given")],
               outputs: [A("handled", "b", "false makes the continuation fail with ContinuationFailed")],
               doc: "Continue an activity (application(_:continue:restorationHandler:))."),
