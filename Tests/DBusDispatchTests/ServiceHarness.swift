@@ -13,10 +13,8 @@ final class ServiceHarness: @unchecked Sendable {
     let session: SessionEnvironment
     let bus: PrivateBus
     private let loop: MainLoop
-    private var service: UserActivityService?
-    private var serviceConnection: Connection?
-    private let ready = DispatchSemaphore(value: 0)
-    private var startError: Error?
+    private let threadState = ServiceThreadState()
+    private var isStopped = false
     let procRoot: TemporaryDirectory
 
     static let editor = "com.example.Editor"
@@ -51,41 +49,43 @@ final class ServiceHarness: @unchecked Sendable {
         let address = bus.address
         let loopBox = UncheckedBox(loop)
         let configurationBox = UncheckedBox(configuration)
-        let box = UncheckedBox<ServiceHarness?>(nil)
+        // The thread holds only this state, never the harness: the harness's
+        // deinit (which stops the loop) must be able to run.
+        let state = threadState
         let worker = Thread {
-            let harness = box.value!
             let loop = loopBox.value
-            let configuration = configurationBox.value
             do {
                 let connection = try Connection.bus(address: address)
                 try DBusMainLoopBridge.attach(connection, to: loop)
                 let service = try loop.withThreadDefault {
-                    try UserActivityService(bus: connection, loop: loop, configuration: configuration,
+                    try UserActivityService(bus: connection, loop: loop, configuration: configurationBox.value,
                                             log: Logger(label: "test-service"))
                 }
                 try loop.withThreadDefault { try service.export() }
                 _ = try connection.requestName("org.example.UserActivity")
-                harness.service = service
-                harness.serviceConnection = connection
+                state.ready.signal()
+                loop.withThreadDefault { loop.run() }
+                withExtendedLifetime((service, connection)) {}
             } catch {
-                harness.startError = error
-                harness.ready.signal()
-                return
+                state.startError = error
+                state.ready.signal()
             }
-            harness.ready.signal()
-            loop.withThreadDefault { loop.run() }
-            harness.service = nil
-            harness.serviceConnection = nil
+            state.finished.signal()
         }
-        box.value = self
         worker.start()
-        ready.wait()
-        if let startError { throw startError }
+        threadState.ready.wait()
+        if let startError = threadState.startError {
+            bus.stop()
+            throw startError
+        }
     }
 
+    /// Stops the service's loop (waiting for its thread) and the bus; idempotent.
     func stop() {
+        guard !isStopped else { return }
+        isStopped = true
         loop.quit()
-        _ = waitUntil(timeout: 5) { self.service == nil }
+        _ = threadState.finished.wait(timeout: .now() + 5)
         bus.stop()
     }
 
@@ -93,6 +93,14 @@ final class ServiceHarness: @unchecked Sendable {
 
     /// A new client connection to the private bus.
     func client() throws -> Connection { try Connection.bus(address: bus.address) }
+}
+
+/// What the service thread and the harness share: signals, and a start error
+/// written before `ready` is signalled (so reading it after the wait is ordered).
+final class ServiceThreadState: @unchecked Sendable {
+    let ready = DispatchSemaphore(value: 0)
+    let finished = DispatchSemaphore(value: 0)
+    var startError: Error?
 }
 
 final class UncheckedBox<T>: @unchecked Sendable {

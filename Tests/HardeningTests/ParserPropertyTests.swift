@@ -70,6 +70,45 @@ struct ParserPropertyTests {
         }
     }
 
+    /// The libFuzzer corpus kept in the repository (Fuzz/Corpus), replayed
+    /// through the same properties: CI runs every input the fuzzers found
+    /// interesting, without libFuzzer.
+    @Test("The fuzzers' corpus in Fuzz/Corpus replays without a violation")
+    func corpusReplays() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let corpus = root.appendingPathComponent("Fuzz/Corpus").path
+        let scratch = try TemporaryDirectory(prefix: "uahc-")
+        let checks: [String: ([UInt8]) -> [String]] = [
+            "fuzz-desktop-entries": { bytes in
+                var input = FuzzInput(bytes: bytes)
+                return ParserProperties.checkDesktopEntries(&input, scratch: scratch.appending("apps"), loadKeyFile: Self.loader)
+            },
+            "fuzz-cgroup": { bytes in var input = FuzzInput(bytes: bytes); return ParserProperties.checkCgroup(&input) },
+            "fuzz-process-tree": { bytes in
+                var input = FuzzInput(bytes: bytes)
+                return ParserProperties.checkProcessTree(&input, procRoot: scratch.appending("proc"), loadKeyFile: Self.loader)
+            },
+            "fuzz-user-info": { bytes in var input = FuzzInput(bytes: bytes); return ParserProperties.checkUserInfo(&input) },
+            "fuzz-codec-decode": { bytes in
+                var input = FuzzInput(bytes: bytes)
+                return ParserProperties.checkDecode(bytes) + ParserProperties.checkDecode(ParserProperties.damagedEncoding(&input))
+            },
+        ]
+        var replayed = 0
+        for (harness, check) in checks.sorted(by: { $0.key < $1.key }) {
+            let directory = corpus + "/" + harness
+            let files = try FileManager.default.contentsOfDirectory(atPath: directory).sorted()
+            #expect(!files.isEmpty, "no corpus for \(harness)")
+            for file in files {
+                let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: directory + "/" + file)))
+                let violations = check(bytes)
+                if !violations.isEmpty { Issue.record("\(harness)/\(file): \(violations.joined(separator: "; "))") }
+                replayed += 1
+            }
+        }
+        print("replayed \(replayed) corpus inputs")
+    }
+
     @Test("Nesting at the codec's limit: 64 containers round-trip, 65 are refused")
     func codecDepthLimit() throws {
         func nested(_ depth: Int) -> TypedValue {

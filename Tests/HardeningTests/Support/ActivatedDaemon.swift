@@ -75,7 +75,10 @@ final class ActivatedDaemon: @unchecked Sendable {
         try prepare(session)
         bus = try PrivateBus(environment: session)
         daemonPath = try BuiltProducts.useractivityd()
-        try bus.installService(name: UA.busName, exec: exec?(daemonPath) ?? shellQuote(daemonPath))
+        // The session environment is hermetic: a sanitized daemon (scripts/sanitizers.sh) gets the sanitizer options passed on.
+        let forwarded = ProcessInfo.processInfo.environment.filter { ["ASAN_OPTIONS", "TSAN_OPTIONS", "UBSAN_OPTIONS"].contains($0.key) }
+        try bus.installService(name: UA.busName, exec: exec?(daemonPath) ?? shellQuote(daemonPath),
+                               extraEnvironment: forwarded.isEmpty ? nil : forwarded)
     }
 
     deinit { bus.stop() }
