@@ -98,7 +98,7 @@ public enum Interfaces {
         case .activityType: return "activity-type: read-only after creation (activityType)."
         case .appID: return "app-id: read-only, the app that owns the activity."
         case .title: return "title: human-readable, shown in search and suggestions; at most 1 KiB."
-        case .userInfo: return "user-info: state needed to restore (userInfo); any D-Bus type but h, o and g; values round-trip exactly; at most 64 KiB marshalled (UserInfoTooLarge)."
+        case .userInfo: return "user-info: state needed to restore (userInfo); any D-Bus type but h, o and g; values round-trip exactly; at most 64 KiB marshalled and 48 levels of nesting (UserInfoTooLarge), so that every message carrying it stays within D-Bus's 64-level limit."
         case .requiredUserInfoKeys: return "required-user-info-keys: keys that must be in UserInfo after every write; only these are kept in saved copies."
         case .keywords: return "keywords: search keywords; at most 64, each at most 1 KiB."
         case .contentDescription: return "content-description: subtitle for search results."
