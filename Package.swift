@@ -36,9 +36,13 @@ let package = Package(
         .target(name: "UserActivityCore", dependencies: ["TypedValues"]),
         // SQLite-backed saved activities (the C API behind one small module).
         .target(name: "ActivityStore", dependencies: ["CSQLite", "TypedValues"]),
+        // The contract as data: interfaces, members, signatures, docs, error
+        // names. Shared by the service (dispatch, introspection) and the client
+        // library (the Handler interface it serves), so they cannot drift.
+        .target(name: "UserActivityInterfaces", dependencies: ["UserActivityCore", "TypedValues"]),
         // D-Bus glue: dispatch tables, handlers, introspection.
         .target(name: "UserActivityService", dependencies: [
-            "DBusKit", "GLibSupport", "UserActivityCore", "ActivityStore", "TypedValues",
+            "DBusKit", "GLibSupport", "UserActivityCore", "UserActivityInterfaces", "ActivityStore", "TypedValues",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "useractivityd", dependencies: [
@@ -46,7 +50,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
-        .target(name: "UserActivity", dependencies: ["DBusKit", "GLibSupport", "TypedValues", "UserActivityCore"]),
+        .target(name: "UserActivity", dependencies: ["DBusKit", "GLibSupport", "TypedValues", "UserActivityCore", "UserActivityInterfaces"]),
         .executableTarget(name: "UserActivityExample", dependencies: ["UserActivity"]),
         .executableTarget(name: "useractivity-bench", dependencies: ["DBusKit", "TypedValues", "TestSupport"], path: "Sources/bench"),
         .executableTarget(name: "useractivityctl", dependencies: [
@@ -59,14 +63,14 @@ let package = Package(
         .testTarget(name: "UserActivityCoreTests", dependencies: ["UserActivityCore", "TypedValues", "GLibSupport"]),
         .testTarget(name: "ActivityStoreTests", dependencies: ["ActivityStore", "TypedValues"]),
         .testTarget(name: "DBusDispatchTests", dependencies: [
-            "UserActivityService", "DBusKit", "GLibSupport", "TestSupport", "TypedValues",
+            "UserActivityService", "UserActivityInterfaces", "DBusKit", "GLibSupport", "TestSupport", "TypedValues",
         ]),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "DBusKit", "TypedValues"]),
         .testTarget(name: "UserActivityTests", dependencies: ["UserActivity", "TestSupport", "DBusKit", "TypedValues"]),
         .testTarget(name: "ContinuationTests", dependencies: ["TestSupport", "DBusKit", "TypedValues"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport"], exclude: ["Expected"]),
         .testTarget(name: "SearchProviderTests", dependencies: ["TestSupport", "DBusKit", "TypedValues"]),
-        .testTarget(name: "HardeningTests", dependencies: ["TestSupport", "DBusKit", "TypedValues", "UserActivityCore", "UserActivityService", "GLibSupport", "ActivityStore"]),
+        .testTarget(name: "HardeningTests", dependencies: ["TestSupport", "DBusKit", "TypedValues", "UserActivityCore", "UserActivityService", "UserActivityInterfaces", "GLibSupport", "ActivityStore"]),
     ],
     swiftLanguageModes: [.v6]
 )

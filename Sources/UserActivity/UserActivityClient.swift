@@ -4,6 +4,7 @@ import Foundation
 import GLibSupport
 import TypedValues
 internal import UserActivityCore
+internal import UserActivityInterfaces
 
 /// A connection to the user-activity service (`org.example.UserActivity` on
 /// the session bus), and the app it speaks for.
@@ -572,39 +573,10 @@ public final class UserActivityClient: @unchecked Sendable {
         }
     }
 
-    static let handlerIntrospection = """
-        <!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN"
-         "http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd">
-        <node>
-          <interface name="org.example.UserActivity.Handler">
-            <method name="ContinueActivity">
-              <arg name="activity_type" type="s" direction="in"/>
-              <arg name="activity" type="a{sv}" direction="in"/>
-              <arg name="platform_data" type="a{sv}" direction="in"/>
-              <arg name="handled" type="b" direction="out"/>
-            </method>
-            <method name="SaveActivity">
-              <arg name="activity" type="o" direction="in"/>
-              <arg name="properties" type="a{sv}" direction="out"/>
-            </method>
-            <method name="ContinuationStreamOpened">
-              <arg name="activity" type="o" direction="in"/>
-              <arg name="stream" type="h" direction="in"/>
-            </method>
-            <method name="FailedToContinue">
-              <arg name="activity_type" type="s" direction="in"/>
-              <arg name="error_name" type="s" direction="in"/>
-              <arg name="message" type="s" direction="in"/>
-            </method>
-          </interface>
-          <interface name="org.freedesktop.DBus.Introspectable">
-            <method name="Introspect">
-              <arg name="xml_data" type="s" direction="out"/>
-            </method>
-          </interface>
-        </node>
-
-        """
+    /// What the handler object answers to `Introspect`: the documented
+    /// Handler interface, generated from the same table as the daemon's.
+    static let handlerIntrospection = StandardInterfacesXML.doctype + "<node>\n" + Interfaces.handler.xml()
+        + StandardInterfacesXML.introspectable + "</node>\n"
 }
 
 /// A published activity, held weakly: an activity the app let go of is not kept alive by the client.

@@ -233,34 +233,6 @@ extension CommandResult {
         return String(match.1)
     }
 
-    /// Throws ``NotSupportedByDaemon`` when the call was answered with
-    /// `org.freedesktop.DBus.Error.NotSupported` (a capability not built yet).
-    func throwIfNotSupported() throws {
-        if gdbusErrorName == UA.notSupported || busctlErrorName == UA.notSupported
-            || stderr.contains(UA.notSupported) {
-            throw NotSupportedByDaemon(detail: stderr.trimmingCharacters(in: .whitespacesAndNewlines))
-        }
-    }
-}
-
-/// The daemon answered `org.freedesktop.DBus.Error.NotSupported`.
-struct NotSupportedByDaemon: Error, CustomStringConvertible {
-    let detail: String
-    var description: String { "the daemon answered org.freedesktop.DBus.Error.NotSupported: \(detail)" }
-}
-
-/// Runs `body`; when the daemon answers `NotSupported` (saved activities not
-/// built yet) that is recorded as a known issue instead of a failure. Every
-/// other problem is still a failure.
-func withSavedActivitiesKnownIssue(_ body: () throws -> Void) throws {
-    try withKnownIssue(
-        "saved activities (Donate/Search/Delete…) answered org.freedesktop.DBus.Error.NotSupported: not built in this daemon yet",
-        isIntermittent: true
-    ) {
-        try body()
-    } matching: { issue in
-        issue.error is NotSupportedByDaemon || (issue.error as? DBusFailure)?.name == UA.notSupported
-    }
 }
 
 // MARK: - In-process client

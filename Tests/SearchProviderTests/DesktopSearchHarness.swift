@@ -120,22 +120,6 @@ extension CommandResult {
     }
 }
 
-/// The daemon answered `org.freedesktop.DBus.Error.NotSupported` (continuation not built yet).
-struct NotSupportedByDaemon: Error, CustomStringConvertible {
-    let description: String
-}
-
-/// `NotSupported` from the daemon is a known issue until continuation lands,
-/// never a success; every other problem still fails.
-func withContinuationKnownIssue(_ body: () throws -> Void) throws {
-    try withKnownIssue("continuation answered org.freedesktop.DBus.Error.NotSupported: not built in this daemon yet",
-                       isIntermittent: true) {
-        try body()
-    } matching: { issue in
-        issue.error is NotSupportedByDaemon
-    }
-}
-
 /// The repository root (holding Package.swift), from this file's path.
 func repositoryRoot(filePath: String = #filePath) -> String {
     var dir = (filePath as NSString).deletingLastPathComponent
@@ -146,67 +130,3 @@ func repositoryRoot(filePath: String = #filePath) -> String {
     return FileManager.default.currentDirectoryPath
 }
 
-/// A fixture app (Python + gi) that registers a continuation handler for its
-/// app and prints one JSON line per ContinueActivity (after `READY`).
-enum HandlerFixture {
-    static let python = #"""
-# SPDX-License-Identifier: Apache-2.0
-import json
-import sys
-
-import gi
-gi.require_version("Gio", "2.0")
-from gi.repository import Gio, GLib  # noqa: E402
-
-XML = """<node><interface name="org.example.UserActivity.Handler">
-<method name="ContinueActivity"><arg type="s" direction="in"/><arg type="a{sv}" direction="in"/>
-<arg type="a{sv}" direction="in"/><arg type="b" direction="out"/></method>
-<method name="SaveActivity"><arg type="o" direction="in"/><arg type="a{sv}" direction="out"/></method>
-<method name="ContinuationStreamOpened"><arg type="o" direction="in"/><arg type="h" direction="in"/></method>
-<method name="FailedToContinue"><arg type="s" direction="in"/><arg type="s" direction="in"/><arg type="s" direction="in"/></method>
-</interface></node>"""
-
-
-def on_call(connection, sender, path, interface, method, parameters, invocation):
-    if method == "ContinueActivity":
-        activity_type, activity, platform = parameters.unpack()
-        print(json.dumps({"event": "continue", "type": activity_type, "title": activity.get("title", ""),
-                          "platform": platform}, default=repr), flush=True)
-        invocation.return_value(GLib.Variant("(b)", (True,)))
-    elif method == "SaveActivity":
-        invocation.return_value(GLib.Variant("(a{sv})", ({},)))
-    else:
-        print(json.dumps({"event": method}), flush=True)
-        invocation.return_value(None)
-
-
-bus = Gio.bus_get_sync(Gio.BusType.SESSION, None)
-node = Gio.DBusNodeInfo.new_for_xml(XML)
-bus.register_object("/handler", node.interfaces[0], on_call, None, None)
-try:
-    for method, args in (("RegisterApplication", GLib.Variant("(s)", (sys.argv[1],))),
-                         ("RegisterHandler", GLib.Variant("(o)", ("/handler",)))):
-        bus.call_sync("org.example.UserActivity", "/org/example/UserActivity", "org.example.UserActivity",
-                      method, args, None, Gio.DBusCallFlags.NONE, -1, None)
-except GLib.Error as error:
-    print("ERROR " + (Gio.DBusError.get_remote_error(error) or "") + " " + error.message, flush=True)
-else:
-    print("READY", flush=True)
-GLib.MainLoop().run()
-"""#
-
-    static func start(app: String, bus: PrivateBus, directory: String) throws -> ChildProcess {
-        let script = directory + "/handler.py"
-        try writeFileAtomically(script, contents: python, mode: 0o755)
-        let process = try bus.spawn("/usr/bin/python3", [script, app])
-        guard let line = try process.readLine(timeout: 20) else {
-            throw CommandFailure(result: CommandResult(command: [script], exitCode: 1, stdout: "", stderr: process.stderrText))
-        }
-        if line.hasPrefix("ERROR ") {
-            if line.contains(UA.notSupported) { throw NotSupportedByDaemon(description: line) }
-            throw CommandFailure(result: CommandResult(command: [script], exitCode: 1, stdout: line, stderr: process.stderrText))
-        }
-        #expect(line == "READY")
-        return process
-    }
-}

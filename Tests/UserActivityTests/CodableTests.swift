@@ -133,7 +133,7 @@ struct CodableTests {
         try await shortcut.donate()
         let savedID = try #require(try await client.search("bookmark seven").first?.savedID)
 
-        try await withContinuationKnownIssue {
+        do {
             try await client.register(continuationHandler: ContinuationClosures { activity in
                 received.append(try activity.userInfo(as: Bookmark.self))
                 return true

@@ -222,22 +222,6 @@ final class SignalRecorder: @unchecked Sendable {
 
 // MARK: - Known issues
 
-/// Runs `body`; when the daemon answers `org.freedesktop.DBus.Error.NotSupported`
-/// (continuation not built in this daemon yet) that is recorded as a known
-/// issue instead of a failure. Any other problem is still a failure, and once
-/// the daemon continues activities the body simply passes.
-func withContinuationKnownIssue(_ body: () async throws -> Void) async throws {
-    try await withKnownIssue(
-        "continuation (ContinueActivity, RegisterHandler, SaveActivity calls, streams) answered org.freedesktop.DBus.Error.NotSupported: not built in this daemon yet",
-        isIntermittent: true
-    ) {
-        try await body()
-    } matching: { issue in
-        (issue.error as? UserActivityError)?.code == .notSupported
-            || (issue.error as? DBusFailure)?.name == "org.freedesktop.DBus.Error.NotSupported"
-    }
-}
-
 /// `a{sv}` entries as a dictionary.
 func entries(_ value: TypedValue?) -> [String: TypedValue] {
     Dictionary(value?.unwrappedVariant.stringVariantEntries ?? [], uniquingKeysWith: { first, _ in first })

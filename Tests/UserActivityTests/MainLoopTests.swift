@@ -47,7 +47,7 @@ struct MainLoopTests {
         try await activity.becomeCurrent().wait()
         #expect(try await h.currentActivity() == activity.objectPath)
 
-        try await withContinuationKnownIssue {
+        do {
             try await client.register(continuationHandler: ContinuationClosures(
                 willContinue: { _ in threads.append(Thread.current.name ?? "?") },
                 continue: { _ in true }))
@@ -78,7 +78,7 @@ struct MainLoopTests {
         #expect(try await h.properties(try #require(activity.objectPath))["Title"] == .string("Attached (updated)"))
         #expect(try await client.serviceVersion().isEmpty == false)
 
-        try await withContinuationKnownIssue {
+        do {
             try await client.register(continuationHandler: ContinuationClosures(
                 willContinue: { _ in threads.append(Thread.current.name ?? "?") },
                 continue: { _ in true }))
@@ -121,7 +121,7 @@ struct MainLoopTests {
 struct ServiceRestartTests {
     @Test("The client registers again and publishes its current activity again; continuations reach it")
     func serviceRestart() async throws {
-        try await withContinuationKnownIssue { try await restart() }
+        try await restart()
     }
 
     private func restart() async throws {

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import UserActivityInterfaces
 
 /// The desktop shells' search interfaces as data, like ``Interfaces``: the
 /// objects' dispatch, signature checks and `Introspect` XML come from here.

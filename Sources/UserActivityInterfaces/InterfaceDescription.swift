@@ -20,6 +20,12 @@ public struct InterfaceDescription: Sendable {
         public let inputs: [Argument]
         public let outputs: [Argument]
         public let doc: String
+        public init(name: String, inputs: [Argument], outputs: [Argument], doc: String) {
+            self.name = name
+            self.inputs = inputs
+            self.outputs = outputs
+            self.doc = doc
+        }
         public var inputSignature: String { inputs.map(\.signature).joined() }
         public var outputSignature: String { outputs.map(\.signature).joined() }
     }
@@ -28,6 +34,11 @@ public struct InterfaceDescription: Sendable {
         public let name: String
         public let arguments: [Argument]
         public let doc: String
+        public init(name: String, arguments: [Argument], doc: String) {
+            self.name = name
+            self.arguments = arguments
+            self.doc = doc
+        }
     }
 
     public struct Property: Sendable {
@@ -35,6 +46,12 @@ public struct InterfaceDescription: Sendable {
         public let signature: String
         public let isWritable: Bool
         public let doc: String
+        public init(name: String, signature: String, isWritable: Bool, doc: String) {
+            self.name = name
+            self.signature = signature
+            self.isWritable = isWritable
+            self.doc = doc
+        }
     }
 
     public let name: String
@@ -42,6 +59,14 @@ public struct InterfaceDescription: Sendable {
     public let methods: [Method]
     public let signals: [Signal]
     public let properties: [Property]
+
+    public init(name: String, doc: String, methods: [Method], signals: [Signal], properties: [Property]) {
+        self.name = name
+        self.doc = doc
+        self.methods = methods
+        self.signals = signals
+        self.properties = properties
+    }
 
     public func method(_ name: String) -> Method? { methods.first { $0.name == name } }
     public func property(_ name: String) -> Property? { properties.first { $0.name == name } }
@@ -103,10 +128,10 @@ extension InterfaceDescription {
 }
 
 /// The standard interfaces every object serves, as libdbus and sd-bus spell them.
-enum StandardInterfacesXML {
-    static let doctype = "<!DOCTYPE node PUBLIC \"-//freedesktop//DTD D-BUS Object Introspection 1.0//EN\"\n\"http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd\">\n"
+public enum StandardInterfacesXML {
+    public static let doctype = "<!DOCTYPE node PUBLIC \"-//freedesktop//DTD D-BUS Object Introspection 1.0//EN\"\n\"http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd\">\n"
 
-    static let peer = """
+    public static let peer = """
       <interface name="org.freedesktop.DBus.Peer">
         <method name="Ping"/>
         <method name="GetMachineId">
@@ -115,7 +140,7 @@ enum StandardInterfacesXML {
       </interface>
 
     """
-    static let introspectable = """
+    public static let introspectable = """
       <interface name="org.freedesktop.DBus.Introspectable">
         <method name="Introspect">
           <arg name="xml_data" type="s" direction="out"/>
@@ -123,7 +148,7 @@ enum StandardInterfacesXML {
       </interface>
 
     """
-    static let properties = """
+    public static let properties = """
       <interface name="org.freedesktop.DBus.Properties">
         <method name="Get">
           <arg name="interface_name" type="s" direction="in"/>
@@ -147,7 +172,7 @@ enum StandardInterfacesXML {
       </interface>
 
     """
-    static let objectManager = """
+    public static let objectManager = """
       <interface name="org.freedesktop.DBus.ObjectManager">
         <method name="GetManagedObjects">
           <arg name="object_paths_interfaces_and_properties" type="a{oa{sa{sv}}}" direction="out"/>

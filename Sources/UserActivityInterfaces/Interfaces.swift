@@ -93,7 +93,7 @@ public enum Interfaces {
         ])
 
     /// Documentation of each activity property.
-    static func propertyDoc(_ field: ActivityField) -> String {
+    public static func propertyDoc(_ field: ActivityField) -> String {
         switch field {
         case .activityType: return "activity-type: read-only after creation (activityType)."
         case .appID: return "app-id: read-only, the app that owns the activity."
