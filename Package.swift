@@ -45,10 +45,11 @@ let package = Package(
             "DBusKit", "GLibSupport", "UserActivityCore", "UserActivityInterfaces", "ActivityStore", "TypedValues",
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // No swift-argument-parser and no Foundation here: the daemon runs all
+        // session long, and each would add megabytes to its resident size.
         .executableTarget(name: "useractivityd", dependencies: [
             "UserActivityService", "GLibSupport",
             .product(name: "Logging", package: "swift-log"),
-            .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .target(name: "UserActivity", dependencies: ["DBusKit", "GLibSupport", "TypedValues", "UserActivityCore", "UserActivityInterfaces"]),
         .executableTarget(name: "UserActivityExample", dependencies: ["UserActivity"]),

@@ -107,8 +107,12 @@ fi
 
 # Release build with the Swift runtime linked in: the package then needs only
 # the system's libdbus, GLib, SQLite and C/C++ runtime. Full RELRO, no
-# $ORIGIN runpath (nothing is loaded from next to the binary).
+# $ORIGIN runpath (nothing is loaded from next to the binary). lld with packed
+# relative relocations (DT_RELR, glibc >= 2.36): the static Swift runtime
+# carries ~600 KiB of relative relocations that would otherwise all be read
+# at every start, about 0.5 MiB of the daemon's idle resident size.
 build_flags=(--scratch-path "$SCRATCH_PATH" -c release --static-swift-stdlib --disable-local-rpath
+             -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs
              -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now)
 if [ -n "$SWIFT_BUILD_FLAGS" ]; then
   # shellcheck disable=SC2206 # word splitting is the point

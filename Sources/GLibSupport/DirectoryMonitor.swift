@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 import CGLib
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Calls a closure when anything changes in a set of directories, including
 /// directories that do not exist yet.
@@ -20,13 +23,19 @@ import CGLib
 ///
 /// Create, use and release it on the thread that runs its context: GLib
 /// delivers its events there, and nothing here is locked.
+///
+/// inotify directly (one descriptor, one GLib fd source) rather than
+/// `GFileMonitor`: the events are only a hint to re-read, and GIO's monitor
+/// machinery (its worker thread, type system and file classes) would be the
+/// largest part of GIO the daemon touches while idle.
 public final class DirectoryMonitor {
-    private struct Watch {
-        var monitor: UnsafeMutablePointer<GFileMonitor>
-        var handler: gulong
-    }
+    /// inotify watch descriptors by path; two paths naming one directory share one.
+    private typealias Watch = Int32
 
     private let context: OpaquePointer
+    /// The inotify descriptor; -1 when inotify is unavailable (then nothing is watched).
+    private let inotify: Int32
+    private var inotifySource: UnsafeMutablePointer<GSource>?
     private let directories: [String]
     private let recursive: Bool
     private let debounceMilliseconds: UInt32
@@ -54,6 +63,8 @@ public final class DirectoryMonitor {
         self.recursive = recursive
         self.debounceMilliseconds = debounceMilliseconds
         self.onChange = onChange
+        self.inotify = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        if inotify >= 0 { attachInotifySource() }
         updateWatches()
     }
 
@@ -62,7 +73,12 @@ public final class DirectoryMonitor {
             g_source_destroy(pendingTimeout)
             g_source_unref(pendingTimeout)
         }
-        for watch in watches.values { Self.release(watch) }
+        if let inotifySource {
+            g_source_destroy(inotifySource)
+            g_source_unref(inotifySource)
+        }
+        // Closing the descriptor drops every watch with it.
+        if inotify >= 0 { close(inotify) }
         g_main_context_unref(context)
     }
 
@@ -74,59 +90,60 @@ public final class DirectoryMonitor {
     // MARK: - Watches
 
     private func updateWatches() {
+        guard inotify >= 0 else { return }
         let desired = desiredPaths()
         for (path, watch) in watches where !desired.contains(path) {
-            Self.release(watch)
             watches[path] = nil
+            // The kernel hands out one descriptor per directory, whatever the path.
+            if !watches.values.contains(watch) { inotify_rm_watch(inotify, watch) }
         }
-        let missing = desired.filter { watches[$0] == nil }
-        guard !missing.isEmpty else { return }
-        withOwnContextAsThreadDefault {
-            for path in missing {
-                if let watch = makeWatch(path) { watches[path] = watch }
-            }
+        for path in desired where watches[path] == nil {
+            if let watch = makeWatch(path) { watches[path] = watch }
         }
     }
+
+    /// What counts as a change: entries appearing, going, being written or
+    /// renamed, and the directory itself going (then the parent takes over).
+    private static let eventMask = UInt32(IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB
+                                          | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF)
+                                   | UInt32(IN_ONLYDIR)
 
     private func makeWatch(_ path: String) -> Watch? {
-        let file = g_file_new_for_path(path)
-        defer { g_object_unref(UnsafeMutableRawPointer(file)) }
-        var error: UnsafeMutablePointer<GError>?
-        guard let monitor = g_file_monitor_directory(file, G_FILE_MONITOR_NONE, nil, &error) else {
-            // The directory vanished in between: the parent's watch reports it.
-            g_clear_error(&error)
-            return nil
-        }
-        let changed: @convention(c) (UnsafeMutablePointer<GFileMonitor>?, OpaquePointer?, OpaquePointer?,
-                                     GFileMonitorEvent, gpointer?) -> Void = { _, _, _, _, data in
-            guard let data else { return }
-            Unmanaged<DirectoryMonitor>.fromOpaque(data).takeUnretainedValue().scheduleNotification()
-        }
-        // Unretained: deinit disconnects the handler before the monitor goes.
-        let handler = cglib_signal_connect(UnsafeMutableRawPointer(monitor), "changed",
-                                           unsafeBitCast(changed, to: GCallback.self),
-                                           Unmanaged.passUnretained(self).toOpaque(), nil)
-        return Watch(monitor: monitor, handler: handler)
+        let watch = inotify_add_watch(inotify, path, Self.eventMask)
+        // The directory vanished in between (the parent's watch reports it),
+        // or the user's inotify watch limit is reached: nothing to do but skip.
+        return watch >= 0 ? watch : nil
     }
 
-    private static func release(_ watch: Watch) {
-        g_signal_handler_disconnect(UnsafeMutableRawPointer(watch.monitor), watch.handler)
-        g_file_monitor_cancel(watch.monitor)
-        g_object_unref(UnsafeMutableRawPointer(watch.monitor))
+    private func attachInotifySource() {
+        guard let source = g_unix_fd_source_new(inotify, GIOCondition(G_IO_IN.rawValue | G_IO_HUP.rawValue | G_IO_ERR.rawValue)) else { return }
+        let readable: @convention(c) (gint, GIOCondition, gpointer?) -> gboolean = { _, _, data in
+            guard let data else { return CGLIB_SOURCE_REMOVE }
+            return Unmanaged<DirectoryMonitor>.fromOpaque(data).takeUnretainedValue().drainEvents()
+        }
+        // Unretained: deinit destroys the source, so it never fires afterwards.
+        g_source_set_callback(source, unsafeBitCast(readable, to: GSourceFunc.self),
+                              Unmanaged.passUnretained(self).toOpaque(), nil)
+        g_source_attach(source, context)
+        inotifySource = source
     }
 
-    /// GIO attaches a new monitor to the thread-default context, which inside
-    /// a plain `g_main_loop_run` of a non-default context is not ours.
-    private func withOwnContextAsThreadDefault(_ body: () -> Void) {
-        let current = g_main_context_ref_thread_default()
-        defer { g_main_context_unref(current) }
-        if current == context {
-            body()
-        } else {
-            g_main_context_push_thread_default(context)
-            body()
-            g_main_context_pop_thread_default(context)
+    /// Reads every queued event (their content does not matter: any event,
+    /// an overflow included, means "re-read soon") and schedules the call.
+    private func drainEvents() -> gboolean {
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        var sawEvent = false
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(inotify, $0.baseAddress, $0.count) }
+            if count > 0 { sawEvent = true; continue }
+            if count < 0 && errno == EINTR { continue }
+            if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { break }
+            // EOF or a hard error: the descriptor is useless; stop polling it.
+            if sawEvent { scheduleNotification() }
+            return CGLIB_SOURCE_REMOVE
         }
+        if sawEvent { scheduleNotification() }
+        return CGLIB_SOURCE_CONTINUE
     }
 
     private func desiredPaths() -> Set<String> {

@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: Apache-2.0
-import Foundation
 
 /// One installed desktop application, as far as the service cares about it.
 ///
@@ -173,14 +172,13 @@ public struct AppCatalog: Sendable {
         var visited = Set<String>()
         func walk(_ dir: String, prefix: String, depth: Int) {
             // Symlinked directories may loop; the real path breaks the cycle.
-            let real = URL(fileURLWithPath: dir).resolvingSymlinksInPath().path
+            let real = resolvingSymlinks(dir)
             guard depth < 16, visited.insert(real).inserted,
-                  let names = try? FileManager.default.contentsOfDirectory(atPath: dir) else { return }
+                  let names = directoryEntries(atPath: dir) else { return }
             for name in names.sorted() where !name.hasPrefix(".") {
                 let path = dir + "/" + name
-                var isDirectory: ObjCBool = false
-                guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { continue }
-                if isDirectory.boolValue {
+                guard let kind = fileKind(atPath: path) else { continue }
+                if kind == .directory {
                     walk(path, prefix: prefix + name + "-", depth: depth + 1)
                 } else if name.hasSuffix(".desktop"), name.count > ".desktop".count {
                     result.append((prefix + String(name.dropLast(".desktop".count)), path))

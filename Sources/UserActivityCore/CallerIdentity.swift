@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// How a caller's process is sandboxed; decides whether its word about its
 /// own identity counts.
@@ -57,8 +59,7 @@ public struct ProcessIdentityProbe: Sendable {
     /// process must still get an answer that errs on the safe side.
     public func identify(pid: UInt32, catalog: AppCatalog) -> ProcessIdentity {
         let processDir = "\(procRoot)/\(pid)"
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: processDir, isDirectory: &isDirectory), isDirectory.boolValue else {
+        guard fileKind(atPath: processDir) == .directory else {
             // The process is gone (or never was): without evidence that it is
             // unconfined, treating it as unconfined would let a sandboxed app
             // that exits quickly act for anyone.
@@ -81,7 +82,7 @@ public struct ProcessIdentityProbe: Sendable {
             break
         }
 
-        guard let cgroup = try? String(contentsOfFile: processDir + "/cgroup", encoding: .utf8) else {
+        guard let cgroup = readTextFile(atPath: processDir + "/cgroup") else {
             return ProcessIdentity(confinement: .host, appID: nil, source: "cgroup unreadable")
         }
         if let snap = Self.snapName(fromCgroup: cgroup) {
@@ -114,7 +115,7 @@ public struct ProcessIdentityProbe: Sendable {
         let infoErrno = errno
         if infoErrno == ENOENT || infoErrno == ENOTDIR { return .absent }
         if infoErrno == EACCES,
-           let mountinfo = try? String(contentsOfFile: processDir + "/mountinfo", encoding: .utf8),
+           let mountinfo = readTextFile(atPath: processDir + "/mountinfo"),
            rootFilesystemType(fromMountinfo: mountinfo)?.hasPrefix("fuse") == true {
             return .absent
         }

@@ -115,15 +115,15 @@ extension InterfaceDescription {
 
     private func comment(_ text: String, indent: String) -> String {
         // "--" may not appear inside an XML comment.
-        let safe = text.replacingOccurrences(of: "--", with: "- -")
+        let safe = text.replacing("--", with: "- -")
         let lines = safe.split(separator: "\n", omittingEmptySubsequences: false)
         if lines.count == 1 { return "\(indent)<!-- \(safe) -->\n" }
         return "\(indent)<!--\n" + lines.map { "\(indent)    \($0)\n" }.joined() + "\(indent)-->\n"
     }
 
     private func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-            .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+        text.replacing("&", with: "&amp;").replacing("<", with: "&lt;")
+            .replacing(">", with: "&gt;").replacing("\"", with: "&quot;")
     }
 }
 

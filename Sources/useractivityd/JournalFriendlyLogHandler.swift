@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Logging
 
 /// Writes one line per message to stderr. Under systemd (JOURNAL_STREAM set)
@@ -9,7 +13,7 @@ struct JournalFriendlyLogHandler: LogHandler {
     var metadata: Logger.Metadata = [:]
     var logLevel: Logger.Level
     private let label: String
-    private let underJournal = ProcessInfo.processInfo.environment["JOURNAL_STREAM"] != nil
+    private let underJournal = getenv("JOURNAL_STREAM") != nil
 
     init(label: String, level: Logger.Level) {
         self.label = label
@@ -27,7 +31,7 @@ struct JournalFriendlyLogHandler: LogHandler {
         let merged = metadata.merging(event.metadata ?? [:]) { $1 }
         for key in merged.keys.sorted() { line += " \(key)=\(merged[key]!)" }
         line += "\n"
-        FileHandle.standardError.write(Data(line.utf8))
+        writeStandardError(line)
     }
 
     static func syslogPriority(_ level: Logger.Level) -> Int {
@@ -38,6 +42,19 @@ struct JournalFriendlyLogHandler: LogHandler {
         case .warning: return 4
         case .error: return 3
         case .critical: return 2
+        }
+    }
+}
+
+/// One `write(2)` per message where possible, so lines from several threads
+/// do not interleave in the journal.
+func writeStandardError(_ text: String) {
+    var bytes = Array(text.utf8)
+    bytes.withUnsafeMutableBytes { buffer in
+        var offset = 0
+        while offset < buffer.count {
+            let written = write(STDERR_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
+            if written > 0 { offset += written } else if written < 0 && errno == EINTR { continue } else { return }
         }
     }
 }

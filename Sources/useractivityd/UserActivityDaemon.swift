@@ -1,45 +1,45 @@
 // SPDX-License-Identifier: Apache-2.0
 import UserActivityInterfaces
-import ArgumentParser
 import DBusKit
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import GLibSupport
 import Logging
 import UserActivityService
 
-struct UserActivityDaemon: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "useractivityd",
-        abstract: "Serves org.example.UserActivity on the session bus: activities, search, suggestions and continuation.",
-        discussion: """
-        Usually started by D-Bus activation or its systemd user unit. Saved activities live in \
-        $XDG_STATE_HOME/useractivity (default ~/.local/state/useractivity); apps declare activity \
-        types with X-UserActivityTypes in their desktop entries.
-        """,
-        version: ServiceVersion.current)
-
-    @Flag(help: "Take the bus name over from a running instance.")
-    var replace = false
-
-    @Flag(name: .shortAndLong, help: "Log debug messages.")
-    var verbose = false
-
-    @Flag(name: .customLong("print-introspection"), help: "Print the documented D-Bus interface XML (as kept in dbus/) and exit.")
-    var printIntrospection = false
-
-    func run() throws {
-        if printIntrospection {
-            print(Interfaces.documentedXML(), terminator: "")
-            return
+/// `useractivityd`'s entry: parse, then print or serve.
+enum DaemonCommand {
+    /// The process's exit status: 0, 1 when serving failed, 64 (EX_USAGE) for a bad command line.
+    static func main(arguments: [String]) -> Int32 {
+        let options: DaemonOptions
+        do {
+            options = try DaemonOptions.parse(arguments)
+        } catch {
+            writeStandardError("Error: \(error)\nUsage: \(DaemonOptions.usage)\n  See 'useractivityd --help' for more information.\n")
+            return 64
         }
-        let level: Logger.Level = verbose ? .debug : .info
+        if options.help {
+            print(DaemonOptions.helpText, terminator: "")
+            return 0
+        }
+        if options.version {
+            print(ServiceVersion.current)
+            return 0
+        }
+        if options.printIntrospection {
+            print(Interfaces.documentedXML(), terminator: "")
+            return 0
+        }
+        let level: Logger.Level = options.verbose ? .debug : .info
         LoggingSystem.bootstrap { label in JournalFriendlyLogHandler(label: label, level: level) }
         let log = Logger(label: "useractivityd")
         do {
-            try Daemon.run(replace: replace, log: log)
+            try Daemon.run(replace: options.replace, log: log)
+            return 0
         } catch {
             log.critical("\(error)")
-            throw ExitCode(1)
+            return 1
         }
     }
 }
@@ -52,7 +52,7 @@ enum ServiceVersion {
 /// SIGTERM/SIGINT, name loss or bus loss.
 enum Daemon {
     static func run(replace: Bool, log: Logger) throws {
-        let environment = ProcessInfo.processInfo.environment
+        let environment = processEnvironment()
         guard environment["DBUS_SESSION_BUS_ADDRESS"] != nil || environment["XDG_RUNTIME_DIR"] != nil else {
             throw DaemonError("no session bus: DBUS_SESSION_BUS_ADDRESS is not set. Run inside a desktop session, or start one with `dbus-run-session -- useractivityd`")
         }
@@ -96,4 +96,19 @@ enum Daemon {
 struct DaemonError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
+}
+
+/// The process environment as a dictionary (what `ProcessInfo` would give,
+/// without linking Foundation).
+func processEnvironment() -> [String: String] {
+    var environment: [String: String] = [:]
+    var entry = environ
+    while let pointer = entry.pointee {
+        let text = String(cString: pointer)
+        if let equals = text.firstIndex(of: "=") {
+            environment[String(text[..<equals])] = String(text[text.index(after: equals)...])
+        }
+        entry += 1
+    }
+    return environment
 }

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#endif
 
-UserActivityDaemon.main()
+exit(DaemonCommand.main(arguments: Array(CommandLine.arguments.dropFirst())))

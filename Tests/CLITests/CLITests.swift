@@ -333,6 +333,19 @@ struct CLITests {
         }
     }
 
+    @Test("useractivityd answers --version, and a bad option with usage and exit status 64")
+    func daemonCommandLine() throws {
+        let h = try CLIHarness(installDaemon: false)
+        let daemon = try BuiltProducts.useractivityd()
+        let version = try runCommand(daemon, ["--version"], environment: h.session.environment)
+        #expect(version.exitCode == 0 && version.stdout.range(of: #"^\d+\.\d+\.\d+\n$"#, options: .regularExpression) != nil, "\(version)")
+        let bad = try runCommand(daemon, ["--no-such-option"], environment: h.session.environment)
+        #expect(bad.exitCode == 64, "\(bad)")
+        #expect(bad.stderr.contains("Unknown option '--no-such-option'") && bad.stderr.contains("useractivityd --help"), "\(bad.stderr)")
+        let stray = try runCommand(daemon, ["extra"], environment: h.session.environment)
+        #expect(stray.exitCode == 64 && stray.stderr.contains("Unexpected argument 'extra'"), "\(stray)")
+    }
+
     @Test("useractivityd(8) documents every option of useractivityd --help")
     func daemonManPage() throws {
         let h = try CLIHarness(installDaemon: false)

@@ -65,4 +65,38 @@ private func iterate(_ context: OpaquePointer, seconds: Double = 5, until condit
             withExtendedLifetime(monitor) {}
         }
     }
+
+    @Test func seesEditsRenamesAndRemovalsAndStopsWhenReleased() throws {
+        let tree = try FixtureTree()
+        try tree.makeDirectory("applications/vendor")
+        try tree.write("applications/vendor/a.desktop", desktopEntry())
+        try withFreshContext { context in
+            let counter = Counter()
+            var monitor: DirectoryMonitor? = DirectoryMonitor(directories: [tree.path("applications")],
+                                                              debounceMilliseconds: 20) { counter.value += 1 }
+            #expect(monitor?.watchedPaths == [tree.path("applications"), tree.path("applications/vendor")])
+
+            func expectCallback(after change: () throws -> Void, _ what: Comment) rethrows {
+                let before = counter.value
+                try change()
+                #expect(iterate(context) { counter.value > before }, what)
+                // Let the burst settle so the next change starts a new one.
+                _ = iterate(context, seconds: 0.1) { false }
+            }
+            try expectCallback(after: { try tree.write("applications/vendor/a.desktop", desktopEntry() + "Comment=x\n") },
+                               "an edit in a subdirectory")
+            try expectCallback(after: {
+                try FileManager.default.moveItem(atPath: tree.path("applications/vendor/a.desktop"),
+                                                 toPath: tree.path("applications/vendor/b.desktop"))
+            }, "a rename")
+            try expectCallback(after: { try FileManager.default.removeItem(atPath: tree.path("applications/vendor")) },
+                               "a removed subdirectory")
+            #expect(monitor?.watchedPaths == [tree.path("applications")], "the removed directory's watch is gone")
+
+            monitor = nil
+            let afterRelease = counter.value
+            try tree.write("applications/c.desktop", desktopEntry())
+            #expect(!iterate(context, seconds: 0.3) { counter.value > afterRelease }, "no callback after release")
+        }
+    }
 }

@@ -2,7 +2,7 @@
 import UserActivityInterfaces
 import ActivityStore
 import DBusKit
-import Foundation
+import GLibSupport
 import TypedValues
 import UserActivityCore
 
@@ -127,8 +127,7 @@ extension UserActivityService {
 /// leniency as Search itself (case and accents do not count).
 enum DesktopSearchText {
     static func folded(_ text: String) -> String {
-        text.trimmingCharacters(in: .whitespacesAndNewlines)
-            .folding(options: [.caseInsensitive, .diacriticInsensitive, .widthInsensitive], locale: nil)
+        foldedForComparison(text)
     }
 
     static func isExactMatch(title: String, query: String) -> Bool {

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import GLibSupport
+import Testing
+@testable import UserActivityCore
+
+@Suite("Text folding for exact-title matches")
+struct TextFoldingTests {
+    @Test("Case, accents, width and surrounding space do not count", arguments: [
+        ("  Crème BRÛLÉE \n", "creme brulee"),
+        ("Ｒｅｐｏｒｔ", "report"),           // full-width letters
+        ("Straße", "strasse"),               // case folding expands ß
+        ("ﬁle", "file"),                     // ligature decomposed
+        ("Ångström", "angstrom"),
+    ])
+    func equalAfterFolding(original: String, plain: String) {
+        #expect(foldedForComparison(original) == foldedForComparison(plain))
+    }
+
+    @Test("Different words stay different; inner space is kept")
+    func differencesSurvive() {
+        #expect(foldedForComparison("résumé") != foldedForComparison("resumes"))
+        #expect(foldedForComparison("a b") == "a b")
+        #expect(foldedForComparison("a b") != foldedForComparison("ab"))
+        #expect(foldedForComparison("") == "")
+    }
+}
+
+@Suite("libc file helpers")
+struct FileHelperTests {
+    private func temporaryDirectory() throws -> String {
+        let path = NSTemporaryDirectory() + "fs-helpers-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    @Test("Kinds, listing, symlink resolution and reading agree with Foundation")
+    func agreeWithFoundation() throws {
+        let root = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try FileManager.default.createDirectory(atPath: root + "/sub", withIntermediateDirectories: true)
+        let text = "línea 1\nline 2\n" + String(repeating: "x", count: 40_000)  // longer than one read chunk
+        try text.write(toFile: root + "/file.desktop", atomically: true, encoding: .utf8)
+        try FileManager.default.createSymbolicLink(atPath: root + "/link", withDestinationPath: root + "/sub")
+
+        #expect(fileKind(atPath: root + "/sub") == .directory)
+        #expect(fileKind(atPath: root + "/link") == .directory)  // followed
+        #expect(fileKind(atPath: root + "/file.desktop") == .other)
+        #expect(fileKind(atPath: root + "/missing") == nil)
+
+        #expect(directoryEntries(atPath: root)?.sorted() == ["file.desktop", "link", "sub"])
+        #expect(directoryEntries(atPath: root + "/missing") == nil)
+
+        let realRoot = URL(fileURLWithPath: root).resolvingSymlinksInPath().path
+        #expect(resolvingSymlinks(root + "/link") == realRoot + "/sub")
+        #expect(resolvingSymlinks(root + "/missing") == root + "/missing")
+
+        #expect(readTextFile(atPath: root + "/file.desktop") == text)
+        #expect(readTextFile(atPath: root + "/missing") == nil)
+    }
+
+    @Test("procfs files (size 0 in stat) are read whole")
+    func readsProcFiles() throws {
+        let cgroup = try #require(readTextFile(atPath: "/proc/self/cgroup"))
+        #expect(cgroup == (try String(contentsOfFile: "/proc/self/cgroup", encoding: .utf8)))
+        #expect(!cgroup.isEmpty)
+    }
+}
