@@ -144,7 +144,7 @@ extension Connection {
         }
     }
 
-    /// Dispatches queued messages until none remain (call from an idle callback).
+    /// Dispatches queued messages until none remain (from the main loop, outside libdbus callbacks).
     public func dispatchPending() {
         dbus_connection_ref(pointer)
         while dbus_connection_dispatch(pointer) == DBUS_DISPATCH_DATA_REMAINS {}

@@ -3,8 +3,11 @@ import CGLib
 import DBusKit
 
 /// Drives a libdbus ``Connection`` from a ``MainLoop``: each watch becomes a
-/// unix-fd source, each timeout a timeout source, and queued messages are
-/// dispatched from an idle source (never from inside libdbus's own callbacks).
+/// ``PollSource`` (toggling it rewrites what is polled, no source churn), each
+/// timeout a timeout source. Messages read while handling a watch are
+/// dispatched right after libdbus returns; messages queued any other way (a
+/// blocking call on another thread) are dispatched from an idle source. Never
+/// from inside libdbus's own callbacks.
 ///
 /// ```swift
 /// let bus = try Connection.session()
@@ -15,6 +18,8 @@ public final class DBusMainLoopBridge: MainLoopIntegration {
     private let loop: MainLoop
     private weak var connection: Connection?
     private var dispatchSource: GLibSource?
+    /// Watches being handled on the loop's thread (only touched there).
+    private var watchesInProgress = 0
 
     private init(loop: MainLoop, connection: Connection) {
         self.loop = loop
@@ -28,32 +33,44 @@ public final class DBusMainLoopBridge: MainLoopIntegration {
 
     // MARK: Watches
 
-    public func add(_ watch: Watch) { arm(watch) }
-    public func remove(_ watch: Watch) { disarm(watch) }
-    public func toggled(_ watch: Watch) {
-        disarm(watch)
-        arm(watch)
-    }
-
-    private func arm(_ watch: Watch) {
-        guard watch.isEnabled else { return }
-        var condition = G_IO_ERR.rawValue | G_IO_HUP.rawValue
-        if watch.wantsReadable { condition |= G_IO_IN.rawValue }
-        if watch.wantsWritable { condition |= G_IO_OUT.rawValue }
+    public func add(_ watch: Watch) {
         // The source holds the watch unowned: libdbus removes the watch (and so the source) before freeing it.
-        watch.attachment = loop.onFileDescriptor(watch.fileDescriptor, condition: GIOCondition(rawValue: condition)) {
-            [unowned watch] fired in
-            watch.handle(readable: fired.rawValue & G_IO_IN.rawValue != 0,
-                         writable: fired.rawValue & G_IO_OUT.rawValue != 0,
-                         error: fired.rawValue & G_IO_ERR.rawValue != 0,
-                         hangup: fired.rawValue & G_IO_HUP.rawValue != 0)
+        watch.attachment = loop.pollSource(watch.fileDescriptor, condition: Self.condition(of: watch),
+                                           enabled: watch.isEnabled) { [unowned self, unowned watch] fired in
+            handle(watch, fired)
             return true
         }
     }
 
-    private func disarm(_ watch: Watch) {
-        (watch.attachment as? GLibSource)?.cancel()
+    public func remove(_ watch: Watch) {
+        (watch.attachment as? PollSource)?.cancel()
         watch.attachment = nil
+    }
+
+    /// libdbus toggles the write watch around every message it sends; the
+    /// source stays, only what it polls for changes.
+    public func toggled(_ watch: Watch) {
+        (watch.attachment as? PollSource)?.update(enabled: watch.isEnabled, condition: Self.condition(of: watch))
+    }
+
+    private static func condition(of watch: Watch) -> GIOCondition {
+        var condition = G_IO_ERR.rawValue | G_IO_HUP.rawValue
+        if watch.wantsReadable { condition |= G_IO_IN.rawValue }
+        if watch.wantsWritable { condition |= G_IO_OUT.rawValue }
+        return GIOCondition(rawValue: condition)
+    }
+
+    /// Lets libdbus read or write, then dispatches what it read at once,
+    /// instead of from the idle source, which would cost another loop
+    /// iteration (and `poll()`) per incoming message.
+    private func handle(_ watch: Watch, _ fired: GIOCondition) {
+        watchesInProgress += 1
+        watch.handle(readable: fired.rawValue & G_IO_IN.rawValue != 0,
+                     writable: fired.rawValue & G_IO_OUT.rawValue != 0,
+                     error: fired.rawValue & G_IO_ERR.rawValue != 0,
+                     hangup: fired.rawValue & G_IO_HUP.rawValue != 0)
+        watchesInProgress -= 1
+        if watchesInProgress == 0 { connection?.dispatchPending() }
     }
 
     // MARK: Timeouts
@@ -82,7 +99,10 @@ public final class DBusMainLoopBridge: MainLoopIntegration {
     // MARK: Dispatch
 
     public func dispatchStatusChanged(dataRemains: Bool) {
-        guard dataRemains, dispatchSource?.isActive != true else { return }
+        guard dataRemains else { return }
+        // Inside a watch on the loop's thread: handle(_:_:) dispatches right after.
+        if loop.isOwnedByCurrentThread && watchesInProgress > 0 { return }
+        guard dispatchSource?.isActive != true else { return }
         dispatchSource = loop.idle { [weak self] in
             self?.dispatchSource = nil
             self?.connection?.dispatchPending()

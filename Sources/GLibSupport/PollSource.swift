@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: Apache-2.0
+import CGLib
+
+/// A file-descriptor source whose descriptor and condition can be switched on
+/// and off cheaply: the `GPollFD` it polls lives in the source's own memory,
+/// and GLib reads it afresh before every `poll()`.
+///
+/// libdbus enables a connection's write watch for every message it queues and
+/// disables it again as soon as the message is written, usually within the
+/// same call. Creating and destroying a `GSource` for each of those toggles
+/// (as `g_unix_fd_source_new` would need) costs two allocations and two writes
+/// to the context's wake-up descriptor per message, and an extra `poll()`;
+/// flipping a field costs nothing.
+///
+/// ```swift
+/// let source = loop.pollSource(fd, condition: G_IO_IN) { fired in handle(fired); return true }
+/// source.update(enabled: false, condition: G_IO_IN)   // no GLib call on the loop's thread
+/// ```
+public final class PollSource {
+    private let source: UnsafeMutablePointer<GSource>
+    private let context: OpaquePointer
+    private let fileDescriptor: Int32
+    private var isPolled = true
+
+    /// The `GPollFD` stored right behind the `GSource` header, so it lives
+    /// exactly as long as the source.
+    private static func pollRecord(of source: UnsafeMutablePointer<GSource>) -> UnsafeMutablePointer<GPollFD> {
+        (UnsafeMutableRawPointer(source) + MemoryLayout<GSource>.stride).assumingMemoryBound(to: GPollFD.self)
+    }
+
+    /// Written once, then only read by GLib.
+    nonisolated(unsafe) private static let functions: UnsafeMutablePointer<GSourceFuncs> = {
+        let functions = UnsafeMutablePointer<GSourceFuncs>.allocate(capacity: 1)
+        var table = GSourceFuncs()
+        table.prepare = { _, timeout in
+            timeout?.pointee = -1
+            return CGLIB_FALSE
+        }
+        table.check = { source in
+            let record = PollSource.pollRecord(of: source!).pointee
+            // A disabled record has fd -1, which poll() skips and reports nothing for.
+            let wanted = UInt16(record.events) | UInt16(G_IO_ERR.rawValue | G_IO_HUP.rawValue | G_IO_NVAL.rawValue)
+            return record.fd >= 0 && (record.revents & wanted) != 0 ? CGLIB_TRUE : CGLIB_FALSE
+        }
+        table.dispatch = { source, _, userData in
+            let record = PollSource.pollRecord(of: source!).pointee
+            let box = Unmanaged<FDCallbackBox>.fromOpaque(userData!).takeUnretainedValue()
+            return box.action(GIOCondition(rawValue: UInt32(record.revents))) ? CGLIB_SOURCE_CONTINUE : CGLIB_SOURCE_REMOVE
+        }
+        functions.initialize(to: table)
+        return functions
+    }()
+
+    init(fileDescriptor: Int32, condition: GIOCondition, enabled: Bool, context: OpaquePointer,
+         action: @escaping (GIOCondition) -> Bool) {
+        let size = MemoryLayout<GSource>.stride + MemoryLayout<GPollFD>.stride
+        source = g_source_new(Self.functions, guint(size))
+        self.context = context
+        self.fileDescriptor = fileDescriptor
+        let record = Self.pollRecord(of: source)
+        record.initialize(to: GPollFD(fd: enabled ? fileDescriptor : -1,
+                                      events: enabled ? gushort(condition.rawValue) : 0, revents: 0))
+        g_source_add_poll(source, record)
+        let box = Unmanaged.passRetained(FDCallbackBox(action)).toOpaque()
+        // GLib only hands the function and data back to `dispatch`, which uses the data alone.
+        g_source_set_callback(source, { _ in CGLIB_SOURCE_CONTINUE }, box) { raw in
+            if let raw { Unmanaged<FDCallbackBox>.fromOpaque(raw).release() }
+        }
+        // GLib otherwise "blocks" a source while it dispatches: it removes the
+        // descriptor from the poll set and adds it back, writing the context's
+        // wake-up eventfd twice and costing an extra poll() per message. The
+        // loops here never nest, so a recursive dispatch cannot happen.
+        g_source_set_can_recurse(source, CGLIB_TRUE)
+        g_source_attach(source, context)
+    }
+
+    /// Starts or stops polling, or changes what is polled for.
+    ///
+    /// On the thread running the context this only rewrites the record (GLib
+    /// reads it before its next `poll()`). From any other thread the record is
+    /// detached, rewritten and attached again under the context's lock, which
+    /// also wakes a `poll()` in progress so the change is not missed.
+    public func update(enabled: Bool, condition: GIOCondition) {
+        guard isPolled else { return }
+        let record = Self.pollRecord(of: source)
+        let fd = enabled ? fileDescriptor : -1
+        let events = enabled ? gushort(condition.rawValue) : 0
+        if record.pointee.fd == fd && record.pointee.events == events { return }
+        if g_main_context_is_owner(context) != 0 {
+            record.pointee.fd = fd
+            record.pointee.events = events
+        } else {
+            g_source_remove_poll(source, record)
+            record.pointee = GPollFD(fd: fd, events: events, revents: 0)
+            g_source_add_poll(source, record)
+        }
+    }
+
+    /// Stops the source; its action never runs again.
+    public func cancel() {
+        if g_source_is_destroyed(source) == 0 { g_source_destroy(source) }
+        isPolled = false
+    }
+
+    deinit {
+        cancel()
+        g_source_unref(source)
+    }
+}
+
+extension MainLoop {
+    /// Calls `action` with the condition that fired whenever `fd` has one of
+    /// `condition` while enabled; return false to stop. See ``PollSource``.
+    public func pollSource(_ fd: Int32, condition: GIOCondition, enabled: Bool = true,
+                           _ action: @escaping (GIOCondition) -> Bool) -> PollSource {
+        PollSource(fileDescriptor: fd, condition: condition, enabled: enabled, context: context, action: action)
+    }
+
+    /// Whether the calling thread is the one running (owning) this loop's context.
+    public var isOwnedByCurrentThread: Bool { g_main_context_is_owner(context) != 0 }
+}
