@@ -41,9 +41,37 @@ public final class Message: @unchecked Sendable {
 
     /// A method return for `call`, optionally with arguments.
     public static func methodReturn(to call: Message, _ values: [TypedValue] = []) throws(DBusFailure) -> Message {
+        if !values.isEmpty && !WireHeader.isCheaperThroughIterators(values) {
+            let header = WireHeader(type: .methodReturn, expectsReply: false, replySerial: call.serial,
+                                    destination: call.sender)
+            if call.serial != 0, let reply = header.message(arguments: values) { return reply }
+        }
         let reply = Message(takingOwnershipOf: dbus_message_new_method_return(call.pointer))
         try reply.append(values)
         return reply
+    }
+
+    /// A method call with its arguments, built in one piece (see ``WireEncoder``).
+    public static func methodCall(destination: String?, path: String, interface: String?, member: String,
+                                  arguments: [TypedValue]) throws(DBusFailure) -> Message {
+        let header = WireHeader(type: .methodCall, expectsReply: true, path: path, interface: interface,
+                                member: member, destination: destination)
+        if !arguments.isEmpty && !WireHeader.isCheaperThroughIterators(arguments),
+           let message = header.message(arguments: arguments) { return message }
+        let message = methodCall(destination: destination, path: path, interface: interface, member: member)
+        try message.append(arguments)
+        return message
+    }
+
+    /// A signal with its arguments, built in one piece (see ``WireEncoder``).
+    public static func signal(path: String, interface: String, member: String,
+                              arguments: [TypedValue]) throws(DBusFailure) -> Message {
+        let header = WireHeader(type: .signal, expectsReply: false, path: path, interface: interface, member: member)
+        if !arguments.isEmpty && !WireHeader.isCheaperThroughIterators(arguments),
+           let message = header.message(arguments: arguments) { return message }
+        let message = signal(path: path, interface: interface, member: member)
+        try message.append(arguments)
+        return message
     }
 
     /// An error reply for `call`.
@@ -92,6 +120,24 @@ public final class Message: @unchecked Sendable {
 
     /// Decodes every argument of the body.
     public func arguments() throws(DBusFailure) -> [TypedValue] {
+        if let decoded = decodedFromBytes() { return decoded }
+        return try argumentsThroughIterators()
+    }
+
+    /// The arguments read from a copy of the message's bytes (see ``WireDecoder``); nil when it declines.
+    func decodedFromBytes() -> [TypedValue]? {
+        let signature = self.signature
+        if signature.isEmpty { return [] }
+        var bytes: UnsafeMutablePointer<CChar>?
+        var length: Int32 = 0
+        guard dbus_message_marshal(pointer, &bytes, &length) != 0, let bytes else { return nil }
+        defer { dbus_free(bytes) }
+        return WireDecoder.arguments(ofMarshalled: UnsafeRawBufferPointer(start: bytes, count: Int(length)),
+                                     signature: signature)
+    }
+
+    /// The arguments read with libdbus's iterators.
+    func argumentsThroughIterators() throws(DBusFailure) -> [TypedValue] {
         var iterator = DBusMessageIter()
         guard dbus_message_iter_init(pointer, &iterator) != 0 else { return [] }
         return try MessageReader.readAll(&iterator)
@@ -106,6 +152,16 @@ public final class Message: @unchecked Sendable {
     }
 
     /// The number of body bytes libdbus marshalled (from the fixed header).
+    /// The message as it would go on the wire (header and body; serial 0 until sent).
+    public func marshalled() throws(DBusFailure) -> [UInt8] {
+        var bytes: UnsafeMutablePointer<CChar>?
+        var length: Int32 = 0
+        try dbusRequireMemory(dbus_message_marshal(pointer, &bytes, &length), "dbus_message_marshal")
+        defer { dbus_free(bytes) }
+        guard let bytes else { return [] }
+        return Array(UnsafeRawBufferPointer(start: bytes, count: Int(length)))
+    }
+
     public func marshalledBodyLength() throws(DBusFailure) -> Int {
         var bytes: UnsafeMutablePointer<CChar>?
         var length: Int32 = 0

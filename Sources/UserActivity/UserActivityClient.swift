@@ -229,9 +229,10 @@ public final class UserActivityClient: @unchecked Sendable {
     func callOnLoop(path: String = managerPath, interface: String = managerInterface, _ member: String,
                     _ arguments: [TypedValue], timeoutMilliseconds: Int32 = 25_000,
                     completion: @escaping (Result<[TypedValue], UserActivityError>) -> Void) {
-        let message = Message.methodCall(destination: Self.busName, path: path, interface: interface, member: member)
+        let message: Message
         do {
-            try message.append(arguments)
+            message = try Message.methodCall(destination: Self.busName, path: path, interface: interface,
+                                             member: member, arguments: arguments)
         } catch {
             completion(.failure(UserActivityError(.invalidArgument, "\(member): the arguments could not be marshalled: \(error.message)")))
             return

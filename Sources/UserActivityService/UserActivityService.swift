@@ -389,10 +389,8 @@ public final class UserActivityService {
     }
 
     private func signal(_ path: String, _ interface: String, _ member: String, _ values: [TypedValue]) {
-        let message = Message.signal(path: path, interface: interface, member: member)
         do {
-            try message.append(values)
-            bus.send(message)
+            bus.send(try Message.signal(path: path, interface: interface, member: member, arguments: values))
         } catch {
             log.error("could not emit \(interface).\(member): \(error)")
         }

@@ -66,3 +66,26 @@ struct FileHelperTests {
         #expect(!cgroup.isEmpty)
     }
 }
+
+@Suite("URL syntax of webpage-url and referrer-url")
+struct URLSyntaxTests {
+    @Test("Accepted", arguments: [
+        ("https://example.com/page?q=1#top", true), ("HTTP://Example.com", true), ("https://user@host:8080/x", true),
+        ("https://[::1]/", true), ("mailto:someone@example.com", false), ("file:///home/u/doc.odt", false),
+        ("x-app+v1.2:open", false), ("https://例え.jp/パス", true),
+    ])
+    func accepted(url: String, webOnly: Bool) {
+        #expect(URLSyntax.isValid(url, webOnly: webOnly))
+        if webOnly { #expect(URLSyntax.isValid(url, webOnly: false)) }
+    }
+
+    @Test("Refused", arguments: [
+        ("example.com", false), ("://x", false), ("1http://x", false), ("ht tp://x", false), ("https://exa mple.com", false),
+        ("https://example.com/\u{7F}", false), ("https://example.com/\u{00A0}x", false), ("https://x/\u{2003}", false),
+        ("https:", false), ("ftp://example.com", true), ("https:/example.com", true), ("https://", true),
+        ("https://user@/path", true), ("https://:443/", true), ("mailto:", false),
+    ])
+    func refused(url: String, webOnly: Bool) {
+        #expect(!URLSyntax.isValid(url, webOnly: webOnly))
+    }
+}

@@ -12,10 +12,8 @@ enum AppMessages {
 
     /// `org.example.UserActivity.Handler.<member>` on a registered handler.
     static func handlerCall(_ handler: RegisteredHandler, _ member: String, _ arguments: [TypedValue]) throws -> Message {
-        let message = Message.methodCall(destination: handler.connection, path: handler.path,
-                                         interface: Interfaces.handlerName, member: member)
-        try message.append(arguments)
-        return message
+        try Message.methodCall(destination: handler.connection, path: handler.path,
+                               interface: Interfaces.handlerName, member: member, arguments: arguments)
     }
 
     /// `org.freedesktop.Application` object path of an app: `/` + app ID

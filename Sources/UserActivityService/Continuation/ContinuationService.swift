@@ -207,14 +207,14 @@ final class ContinuationService {
     func succeed(_ continuation: PendingContinuation, app: String) {
         guard !continuation.isFinished else { return }
         close(continuation)
-        log.info("activity continued", metadata: ["continuation": "\(continuation.summary)", "by": "\(app)"])
         continuation.invocation.reply([.string(app)])
+        // Logged after the reply: the caller need not wait for the journal.
+        log.info("activity continued", metadata: ["continuation": "\(continuation.summary)", "by": "\(app)"])
         if let originID = continuation.originID, registry.activity(originID) != nil {
-            let signal = Message.signal(path: UserActivityService.path(of: originID), interface: Interfaces.activityName,
-                                        member: "Continued")
             do {
-                try signal.append([.string(app)])
-                bus.send(signal)
+                bus.send(try Message.signal(path: UserActivityService.path(of: originID),
+                                            interface: Interfaces.activityName, member: "Continued",
+                                            arguments: [.string(app)]))
             } catch {
                 log.error("could not emit Continued: \(error)")
             }
