@@ -1,41 +1,86 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
 #
-# Runs the core, store and dispatch tests (and the in-process hardening
-# tests) under AddressSanitizer and ThreadSanitizer, each in its own scratch
-# path (.build-asan, .build-tsan) so they never invalidate each other's or the
-# normal build. With --sanitize, SwiftPM builds every product sanitized,
-# useractivityd included: the tests that start the built daemon
-# (USERACTIVITYD_PATH) then drive a sanitized daemon, whose reports land in
-# the bus log and end it (abort_on_error), which those tests notice.
+# Runs the test suite under AddressSanitizer and ThreadSanitizer
+# (`swift test --sanitize=address|thread`), each in its own scratch path
+# (.build-asan, .build-tsan) so they never invalidate each other's or the
+# normal build. CI runs it after scripts/test.sh (.ci/run).
 #
 #   scripts/sanitizers.sh            # address, then thread
 #   scripts/sanitizers.sh address    # one of them
 #   SANITIZER_FILTER='DBusDispatchTests' scripts/sanitizers.sh thread
 #
-# Prints the build and test time of each; exits non-zero when one failed.
+# With --sanitize, SwiftPM builds every product sanitized: the tests that start
+# the built useractivityd (USERACTIVITYD_PATH), useractivityctl or the example
+# app drive sanitized binaries too. The options below reach those children
+# through the tests' session environment (TestSupport's SessionEnvironment
+# forwards ASAN_OPTIONS, TSAN_OPTIONS and SWIFT_BACKTRACE), and every
+# sanitized process writes its reports to <scratch>/sanitizer-reports/<name>.<pid>:
+# a report from a daemon fails the run even when the test that started it
+# passed. On failure the reports and the end of the test log are printed.
+#
+# What runs (README "Hardening, sanitizers, fuzzing, benchmarks"), with times
+# from a clean scratch path on 2 cores that other builds were sharing:
+#   address  every test target (298 tests at 6507fcb): build 65-130 s, tests
+#            60-80 s.  Both: 5.5-7 minutes.
+#   thread   every test target except UserActivityTests (265 tests): build
+#            65-100 s, tests 110-140 s.
+# UserActivityTests (the client library against the daemon) is left out of the
+# thread run because of a ThreadSanitizer false positive in the Swift 6.3.1
+# concurrency runtime, seen in 4 of 5 full runs that included it, e.g. (at
+# commit 6507fcb):
+#   WARNING: ThreadSanitizer: data race
+#     Read of size 8 by thread T4:
+#       #0 SearchResult.list(_:)              Sources/UserActivity/SearchResult.swift:53
+#       #1 UserActivityClient.search(...)     Sources/UserActivity/UserActivityClient+Service.swift:34
+#       #2 swift::runJobInEstablishedExecutorContext(swift::Job*)  (libswift_Concurrency.so)
+#     Previous write of size 8 by thread T929:
+#       #0 WireDecoder.array(...)              Sources/DBusKit/WireDecoder.swift:186
+#       #1 WireDecoder.value(...)              Sources/DBusKit/WireDecoder.swift:149
+#       #2 WireDecoder.arguments(...)          Sources/DBusKit/WireDecoder.swift:44
+#       #3 Message.decodedFromBytes()          Sources/DBusKit/Message.swift:135
+#       #4 Message.arguments()                 Sources/DBusKit/Message.swift:123
+#       #5 UserActivityClient.callOnLoop(...)  Sources/UserActivity/UserActivityClient.swift
+# (likewise UserActivity.donate, serviceVersion, managerProperty). The reply is
+# decoded on the library's loop thread and handed to the awaiting task through
+# withCheckedContinuation. When the resume comes before the task has reached
+# its await (CPU contention), swift_continuation_await continues the task in
+# place without the _swift_tsan_acquire the enqueue path has, so
+# ThreadSanitizer sees no happens-before. scripts/tsan-continuation-repro.swift
+# shows it without the project (resumed before the await: reported; after it:
+# not); run it on a new toolchain to see whether UserActivityTests can join.
+# Every continuation is in that library and its tests, so no other target is
+# affected.
+#
+# Leak checking is off (detect_leaks=0): with it on, a full run fails on
+# reports that are not leaks: XCTest's own objects (XCTestSuiteRun,
+# XCTMainMisc), and in the test processes and the example app boxes of the
+# indirect enum TypedValue (a global such as DBusDispatchTests' claimEditor
+# included) and weak-reference side tables, whose only references are
+# Swift's tagged pointers, which LeakSanitizer cannot follow.
+#
+# Environment: SANITIZER_FILTER (swift test --filter), SANITIZER_SKIP (replaces
+# the thread run's --skip; empty: skip nothing), SANITIZER_TIMEOUT (seconds for
+# each test run, default 900). Prints the build and test time of each; exits
+# non-zero when one failed.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 command -v swift >/dev/null 2>&1 || PATH=/opt/swift/usr/bin:$PATH
 
-# Core, store, dispatch; plus the hardening suites that run the service in
-# process (threads: its GLib loop and the test's clients) or drive the built,
-# here sanitized, daemon with hostile input.
-# Under ThreadSanitizer the daemon is several times slower and single-threaded
-# anyway, so the tests that drive the built daemon run under AddressSanitizer only.
-in_process='UserActivityCoreTests|ActivityStoreTests|DBusDispatchTests|HardeningTests.ParserPropertyTests|HardeningTests.AuthorizationMatrixTests|HardeningTests.ResourceLimitTests'
-against_daemon='HardeningTests.RawBusTests|HardeningTests.DBusFuzzTests'
+thread_skip='^UserActivityTests\.'
 sanitizers=${*:-address thread}
+limit=${SANITIZER_TIMEOUT:-900}
 status=0
 summary=""
 
 for sanitizer in $sanitizers; do
     case $sanitizer in
-        address) scratch=.build-asan; filter=${SANITIZER_FILTER:-$in_process|$against_daemon} ;;
-        thread) scratch=.build-tsan; filter=${SANITIZER_FILTER:-$in_process} ;;
+        address) scratch=.build-asan; skip="" ;;
+        thread) scratch=.build-tsan; skip=${SANITIZER_SKIP-$thread_skip} ;;
         *) echo "unknown sanitizer: $sanitizer (address or thread)" >&2; exit 2 ;;
     esac
     log="$scratch-test.log"
+    reports="$PWD/$scratch/sanitizer-reports"
     echo "=== $sanitizer: building in $scratch"
     start=$(date +%s)
     if ! swift build --build-tests --sanitize="$sanitizer" --scratch-path "$scratch" >"$scratch-build.log" 2>&1; then
@@ -45,21 +90,46 @@ for sanitizer in $sanitizers; do
         continue
     fi
     built=$(date +%s)
-    echo "=== $sanitizer: testing ($filter)"
-    # Swift's runtime keeps metadata caches for the life of the process:
-    # LeakSanitizer reports them at exit, so leak checking is off.
+    set --
+    [ -n "${SANITIZER_FILTER:-}" ] && set -- "$@" --filter "$SANITIZER_FILTER"
+    [ -n "$skip" ] && set -- "$@" --skip "$skip"
+    echo "=== $sanitizer: testing${SANITIZER_FILTER:+ --filter $SANITIZER_FILTER}${skip:+ --skip $skip}"
+    rm -rf "$reports"
+    mkdir -p "$reports"
+    # Leak checking off: see above. log_path: one file per process that reports.
     # The Swift backtracer would catch the fatal signal before the sanitizer's report.
     USERACTIVITYD_PATH="$PWD/$scratch/debug/useractivityd" \
-    ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:halt_on_error=1" \
-    TSAN_OPTIONS="halt_on_error=0:second_deadlock_stack=1" \
+    ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:halt_on_error=1:log_path=$reports/asan" \
+    TSAN_OPTIONS="halt_on_error=0:second_deadlock_stack=1:log_path=$reports/tsan" \
     SWIFT_BACKTRACE="enable=no" \
-    swift test --skip-build --sanitize="$sanitizer" --scratch-path "$scratch" --filter "$filter" >"$log" 2>&1
+    timeout -k 30 "$limit" swift test --skip-build --sanitize="$sanitizer" --scratch-path "$scratch" "$@" >"$log" 2>&1
     result=$?
     done_at=$(date +%s)
-    reports=$(grep -c -E "^(==[0-9]+==ERROR: AddressSanitizer|WARNING: ThreadSanitizer)" "$log")
+    [ $result -eq 124 ] && echo "$sanitizer: the tests did not finish within $limit s (SANITIZER_TIMEOUT)" >>"$log"
+    # Reports: one file per reporting process, and whatever reached stderr.
+    pattern='^(==[0-9]+==ERROR: (Address|Leak)Sanitizer|WARNING: ThreadSanitizer)'
+    files=$(grep -l -E "$pattern" "$reports"/* 2>/dev/null)
+    reported=$(cat "$reports"/* "$log" 2>/dev/null | grep -c -E "$pattern")
     grep -E "^(✔|✘) Test run|Executed [0-9]+ tests" "$log" | tail -2
-    [ "$reports" -gt 0 ] && grep -E -A12 "^(==[0-9]+==ERROR: AddressSanitizer|WARNING: ThreadSanitizer)" "$log" | head -60
-    if [ $result -ne 0 ] || [ "$reports" -gt 0 ]; then status=1; verdict="FAILED ($reports sanitizer reports, exit $result)"; else verdict="clean"; fi
+    if [ $result -ne 0 ] || [ "$reported" -gt 0 ]; then
+        status=1
+        verdict="FAILED ($reported sanitizer reports, exit $result)"
+        if grep -q -E "^✘ Test .* failed after" "$log"; then
+            echo "--- $sanitizer: failed tests ($log)"
+            grep -E "^✘ Test .* (recorded an issue|failed after)" "$log" | head -20
+        fi
+        echo "--- $sanitizer: end of $log"
+        tail -40 "$log"
+        if [ -n "$files" ]; then
+            echo "--- $sanitizer: $reported sanitizer reports in $(echo "$files" | wc -l) process(es): $reports"
+            cat "$reports"/* | grep "^SUMMARY:" | sort | uniq -c | sort -rn | head -20
+            first=$(echo "$files" | head -1)
+            echo "--- $sanitizer: the first report ($first)"
+            sed -e '/^Shadow bytes around/q' "$first" | head -80
+        fi
+    else
+        verdict="clean"
+    fi
     summary="$summary\n$sanitizer: build $((built - start)) s, tests $((done_at - built)) s, $verdict (log: $log)"
 done
 

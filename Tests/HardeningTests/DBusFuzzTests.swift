@@ -25,34 +25,41 @@ import Glibc
 struct DBusFuzzTests {
     static let workers = 6
 
-    /// What the workers and the watchdog share.
+    /// What the workers and the watchdog share: everything behind one lock
+    /// (the watchdog reads `calls` while the workers count; ThreadSanitizer).
     final class State: @unchecked Sendable {
         private let lock = NSLock()
         private var _stop = false
-        private(set) var calls = 0
+        private var _calls = 0
         private var recentPaths: [String] = []
         private var savedIDs: [String] = []
-        private(set) var shapes: [String: Int] = [:]
-        private(set) var outcomes: [String: Int] = [:]
-        private(set) var violations: [String] = []
-        private(set) var violationCount = 0
+        private var _shapes: [String: Int] = [:]
+        private var _outcomes: [String: Int] = [:]
+        private var _violations: [String] = []
+        private var _violationCount = 0
 
         var shouldStop: Bool { lock.withLock { _stop } }
         func stop() { lock.withLock { _stop = true } }
 
+        var calls: Int { lock.withLock { _calls } }
+        var shapes: [String: Int] { lock.withLock { _shapes } }
+        var outcomes: [String: Int] { lock.withLock { _outcomes } }
+        var violations: [String] { lock.withLock { _violations } }
+        var violationCount: Int { lock.withLock { _violationCount } }
+
         func violation(_ text: String) {
             lock.withLock {
-                violationCount += 1
-                if violations.count < 25 { violations.append(text) }
+                _violationCount += 1
+                if _violations.count < 25 { _violations.append(text) }
             }
         }
 
         func record(shape: String, outcome: String) -> Int {
             lock.withLock {
-                calls += 1
-                shapes[shape, default: 0] += 1
-                outcomes[outcome, default: 0] += 1
-                return calls
+                _calls += 1
+                _shapes[shape, default: 0] += 1
+                _outcomes[outcome, default: 0] += 1
+                return _calls
             }
         }
 

@@ -89,7 +89,10 @@ public final class SessionEnvironment: Sendable {
     /// variables, `LANG=C.UTF-8`, and switches that keep GLib/GTK fixture apps
     /// off services a private bus lacks (`GIO_USE_VFS=local`,
     /// `GSETTINGS_BACKEND=memory`, `NO_AT_BRIDGE=1`). Nothing comes from the
-    /// developer's session (no `DBUS_SESSION_BUS_ADDRESS`, no `DISPLAY`).
+    /// developer's session (no `DBUS_SESSION_BUS_ADDRESS`, no `DISPLAY`),
+    /// except the runtime's diagnostics switches (``forwardedDiagnosticsVariables``):
+    /// under `scripts/sanitizers.sh` the daemon, `useractivityctl` and the example
+    /// app are sanitized too and must run with the same options as the tests.
     public var environment: [String: String] {
         var env: [String: String] = [
             "PATH": searchPath,
@@ -105,9 +108,21 @@ public final class SessionEnvironment: Sendable {
             "GSETTINGS_BACKEND": "memory",
             "NO_AT_BRIDGE": "1",
         ]
+        for (key, value) in ProcessInfo.processInfo.environment where Self.forwardedDiagnosticsVariables.contains(key) {
+            env[key] = value
+        }
         env.merge(extraVariables) { _, new in new }
         return env
     }
+
+    /// Passed from the test process to every child when set: sanitizer
+    /// options (leak checking off, where reports go) and the Swift backtracer
+    /// switch. Without them a sanitized child would run with the defaults, e.g.
+    /// LeakSanitizer failing its exit on memory that has not leaked, and its
+    /// reports would not reach the directory `scripts/sanitizers.sh` checks.
+    public static let forwardedDiagnosticsVariables: Set<String> = [
+        "ASAN_OPTIONS", "TSAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "SWIFT_BACKTRACE",
+    ]
 
     /// ``environment`` with `variables` added (they win).
     public func environment(adding variables: [String: String]) -> [String: String] {

@@ -76,10 +76,9 @@ final class ActivatedDaemon: @unchecked Sendable {
         try prepare(session)
         bus = try PrivateBus(environment: session)
         daemonPath = try BuiltProducts.useractivityd()
-        // The session environment is hermetic: a sanitized daemon (scripts/sanitizers.sh) gets the sanitizer options passed on.
-        let forwarded = ProcessInfo.processInfo.environment.filter { ["ASAN_OPTIONS", "TSAN_OPTIONS", "UBSAN_OPTIONS"].contains($0.key) }
-        try bus.installService(name: UA.busName, exec: exec?(daemonPath) ?? shellQuote(daemonPath),
-                               extraEnvironment: forwarded.isEmpty ? nil : forwarded)
+        // A sanitized daemon (scripts/sanitizers.sh) gets the sanitizer options
+        // through the session environment (SessionEnvironment.forwardedDiagnosticsVariables).
+        try bus.installService(name: UA.busName, exec: exec?(daemonPath) ?? shellQuote(daemonPath))
     }
 
     deinit { bus.stop() }
