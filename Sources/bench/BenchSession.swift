@@ -96,7 +96,7 @@ final class BenchSession {
     /// and the bus keeps each sender's order), so once it is back, that call's
     /// after-reply signals have been emitted and routed.
     func fence() throws {
-        try connection.call(message(Service.managerPath, "org.freedesktop.DBus.Peer", "Ping"))
+        _ = try connection.call(message(Service.managerPath, "org.freedesktop.DBus.Peer", "Ping"))
     }
 
     // MARK: Processes

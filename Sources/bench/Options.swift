@@ -26,6 +26,25 @@ struct BenchOptions {
     var store = false
     var storeSizes = [10_000, 100_000]
     var storeSamples = 300
+    /// `--report`: the comparison with the peers and Zeitgeist (`--peers` and `--zeitgeist` together).
+    var peers = false
+    var zeitgeist = false
+    /// The C libdbus and GDBus peers built from `bench/peers/` (bench/report.sh builds them).
+    var libdbusPeerPath: String?
+    var gdbusPeerPath: String?
+    /// nil: `zeitgeist-daemon` on PATH; `/usr/lib/zeitgeist/zeitgeist-fts` when it exists.
+    var zeitgeistDaemonPath: String?
+    var zeitgeistFtsPath: String?
+    /// Fewer rounds and samples, and only the first store size (minutes, not ten).
+    var quick = false
+    /// Set by `--iterations`; the comparison has its own default when not.
+    var iterationsGiven = false
+    var storeSizesGiven = false
+    var storeSamplesGiven = false
+    var pipelineDepth = 64
+    var pipelineCalls: Int?
+    var insertSamples: Int?
+    var zeitgeistBatch = 1000
     var listScenarios = false
     var help = false
 
@@ -34,6 +53,9 @@ struct BenchOptions {
                                   [--cpu-samples N] [--no-fence]
                                   [--scenario NAME[,NAME...]]...
                                   [--json] [--list-scenarios]
+               useractivity-bench --store [--store-sizes N,N] [--store-samples N]
+               useractivity-bench --report|--peers|--zeitgeist [--quick] [--json]
+                                  [--libdbus-peer PATH] [--gdbus-peer PATH] …
 
         Starts a private session bus, lets it D-Bus-activate useractivityd, and measures
         sequential round trips of one client connection: every scenario is sampled once
@@ -57,6 +79,27 @@ struct BenchOptions {
                               with the daemon's RSS and the store's size on disk
           --store-sizes N,N   store sizes for --store (default 10000,100000)
           --store-samples N   samples per query kind and size (default 300)
+          --report            instead: the comparison with peers (bench/report.sh runs this):
+                              --peers and --zeitgeist together, ratios to targets first
+          --peers             our CreateActivity and Ping against a C libdbus and a GDBus
+                              service (round trips interleaved, then pipelined throughput)
+          --zeitgeist         durable Donate and Search against Zeitgeist's InsertEvents and
+                              full-text search, both filled with the same corpus, at each
+                              store size (default 10000,100000)
+          --libdbus-peer PATH, --gdbus-peer PATH
+                              the peers built from bench/peers/ (needed by --peers)
+          --zeitgeist-daemon PATH, --zeitgeist-fts PATH
+                              default: zeitgeist-daemon on PATH and
+                              /usr/lib/zeitgeist/zeitgeist-fts (apt-get install zeitgeist-core)
+          --pipeline-depth N  calls in flight for the throughput pass (default 64)
+          --pipeline-calls N  CreateActivity calls per service in that pass (default 20000)
+          --insert-samples N  one-entry inserts timed per side and size (default 1000)
+          --zeitgeist-batch N events per InsertEvents when filling Zeitgeist (default 1000)
+          --quick             fewer rounds and samples, store size 10000 only
+                              (with --report/--peers/--zeitgeist the defaults are
+                              --iterations 10000, --pipeline-calls 20000,
+                              --insert-samples 1000, --store-samples 300; with --quick
+                              2000, 4000, 200 and 60)
           --list-scenarios    print the scenario names and exit
           -h, --help          this text
         """
@@ -94,6 +137,7 @@ struct BenchOptions {
                 options.daemonPath = try value(for: name, inline: inline)
             case "--iterations", "-n":
                 options.iterations = try count(value(for: name, inline: inline), for: name, minimum: 1)
+                options.iterationsGiven = true
             case "--warmup":
                 options.warmup = try count(value(for: name, inline: inline), for: name, minimum: 0)
             case "--cpu-samples":
@@ -110,8 +154,35 @@ struct BenchOptions {
             case "--store-sizes":
                 options.storeSizes = try value(for: name, inline: inline).split(separator: ",")
                     .map { try count(String($0), for: name, minimum: 5000) }
+                options.storeSizesGiven = true
             case "--store-samples":
                 options.storeSamples = try count(value(for: name, inline: inline), for: name, minimum: 10)
+                options.storeSamplesGiven = true
+            case "--report":
+                options.peers = true
+                options.zeitgeist = true
+            case "--peers":
+                options.peers = true
+            case "--zeitgeist":
+                options.zeitgeist = true
+            case "--libdbus-peer":
+                options.libdbusPeerPath = try value(for: name, inline: inline)
+            case "--gdbus-peer":
+                options.gdbusPeerPath = try value(for: name, inline: inline)
+            case "--zeitgeist-daemon":
+                options.zeitgeistDaemonPath = try value(for: name, inline: inline)
+            case "--zeitgeist-fts":
+                options.zeitgeistFtsPath = try value(for: name, inline: inline)
+            case "--quick":
+                options.quick = true
+            case "--pipeline-depth":
+                options.pipelineDepth = try count(value(for: name, inline: inline), for: name, minimum: 1)
+            case "--pipeline-calls":
+                options.pipelineCalls = try count(value(for: name, inline: inline), for: name, minimum: 100)
+            case "--insert-samples":
+                options.insertSamples = try count(value(for: name, inline: inline), for: name, minimum: 8)
+            case "--zeitgeist-batch":
+                options.zeitgeistBatch = try count(value(for: name, inline: inline), for: name, minimum: 1)
             case "--list-scenarios":
                 options.listScenarios = true
             case "-h", "--help":

@@ -7,10 +7,8 @@ import TypedValues
 /// `--store`: durable Donate throughput and Search latency at growing store
 /// sizes, with Ping to the same daemon measured alongside as the baseline.
 ///
-/// Entries are generated so that the four query kinds of the issue exist at
-/// every size: each title holds "everywhere" (a term in every entry) and
-/// random words from a 20 000-word vocabulary; one entry per size step holds
-/// two rare words.
+/// Entries come from ``Corpus``, so that the four query kinds of the issue
+/// exist at every size (one entry per size step holds two rare words).
 struct StoreBench {
     let session: BenchSession
     let sizes: [Int]
@@ -22,15 +20,6 @@ struct StoreBench {
         var figures: String
     }
 
-    private var vocabulary: [String] = (0..<20_000).map { n in
-        // Pronounceable, distinct, never a prefix of "everywhere" or of each other's rare words.
-        let syllables = ["ka", "lo", "mi", "nu", "pe", "ra", "si", "to", "vu", "ze"]
-        var word = ""
-        var value = n
-        for _ in 0..<5 { word += syllables[value % 10]; value /= 10 }
-        return word
-    }
-
     init(session: BenchSession, sizes: [Int], samples: Int, progress: @escaping (String) -> Void) {
         self.session = session
         self.sizes = sizes
@@ -38,22 +27,9 @@ struct StoreBench {
         self.progress = progress
     }
 
-    private func donation(_ n: Int, title: String) -> [TypedValue] {
-        [.string(Fixture.activityType), .stringVariantDictionary([
-            ("title", .string(title)),
-            ("keywords", .stringArray(["bench", vocabulary[(n * 7) % vocabulary.count]])),
-            ("content-description", .string("Generated entry \(n) for the store benchmark")),
-            ("persistent-identifier", .string("bench-\(n)")),
-            ("eligible-for-search", .boolean(true)),
-            ("user-info", .stringVariantDictionary([("n", .int64(Int64(n)))])),
-        ])]
-    }
+    private func donation(_ n: Int, title: String) -> [TypedValue] { Corpus.donation(n, title: title) }
 
-    private func title(_ n: Int) -> String {
-        var generator = SplitMix(seed: UInt64(n) &+ 0x9E37)
-        let words = (0..<4).map { _ in vocabulary[Int(generator.next() % UInt64(vocabulary.count))] }
-        return "everywhere " + words.joined(separator: " ")
-    }
+    private func title(_ n: Int) -> String { Corpus.title(n) }
 
     private func donateMessage(_ arguments: [TypedValue]) throws -> Message {
         try session.message(Service.managerPath, Service.managerInterface, "Donate", arguments)
@@ -127,14 +103,9 @@ struct StoreBench {
             try fill(from: filled, to: size - 1)
             filled = max(filled, size - 1)
             // One entry with two rare words, so a rare two-word query has exactly one answer.
-            _ = try session.connection.call(donateMessage(donation(filled, title: "zygomorph quillwort everywhere")))
+            _ = try session.connection.call(donateMessage(donation(filled, title: Corpus.rareTitle)))
             filled += 1
-            let queries: [(String, String, UInt32)] = [
-                ("rare two words", "zygomorph quillwort", 20),
-                ("prefix (last word)", "everywhere kalo", 20),
-                ("term in every entry, top 10", "everywhere", 10),
-                ("no match", "xylophonic", 20),
-            ]
+            let queries = Corpus.queries.map { ($0.kind, $0.ours, $0.limit) }
             var pings: [UInt64] = []
             var timings = Array(repeating: [UInt64](), count: queries.count)
             for round in 0..<(samples + samples / 10) {
@@ -168,25 +139,12 @@ struct StoreBench {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return 0 }
         return names.reduce(0) { total, name in
             let size = (try? FileManager.default.attributesOfItem(atPath: path + "/" + name)[.size] as? Int) ?? 0
-            return total + (size ?? 0)
+            return total + size
         }
     }
 
     static func table(_ rows: [Row]) -> String {
         let width = rows.map(\.label.count).max() ?? 0
         return rows.map { $0.label.padding(toLength: width + 2, withPad: " ", startingAt: 0) + $0.figures }.joined(separator: "\n")
-    }
-}
-
-/// A small deterministic generator (titles must be the same in every run).
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

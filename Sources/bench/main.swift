@@ -39,6 +39,11 @@ func runBench() -> Int32 {
         guard FileManager.default.isExecutableFile(atPath: daemonPath) else {
             throw BenchError("\(daemonPath) is not an executable file (build it: swift build -c release --product useractivityd)")
         }
+        if options.peers || options.zeitgeist {
+            let report = try ComparisonRun(options: options, daemonPath: daemonPath, progress: note).run()
+            print(options.json ? try report.json() : report.table())
+            return 0
+        }
         if options.store {
             let session = try BenchSession(daemonPath: daemonPath)
             defer { session.stop() }

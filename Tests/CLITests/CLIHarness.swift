@@ -9,13 +9,7 @@ import Glibc
 // CLI tests run the BUILT `useractivityctl` against the BUILT `useractivityd`,
 // which a private dbus-daemon starts by D-Bus activation (as on a desktop).
 
-enum UA {
-    static let busName = "org.example.UserActivity"
-    static let editor = "com.example.Editor"
-    static let editType = "com.example.Editor.edit-document"
-    static let viewer = "com.example.Viewer"
-    static let viewType = "com.example.Viewer.view"
-    static let notSupported = "org.freedesktop.DBus.Error.NotSupported"
+extension UA {
     /// `sysexits.h` EX_UNAVAILABLE, the CLI's status for "no bus / no daemon".
     static let unavailable: Int32 = 69
 }

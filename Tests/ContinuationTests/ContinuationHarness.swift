@@ -14,19 +14,8 @@ import Glibc
 // a D-Bus-activatable GApplication, a plain app the daemon launches from its
 // Exec line, and a fake browser set as the https handler in mimeapps.list.
 
-/// The contract's names.
-enum UA {
-    static let busName = "org.example.UserActivity"
-    static let managerPath = "/org/example/UserActivity"
-    static let managerInterface = "org.example.UserActivity"
-    static let activityInterface = "org.example.UserActivity.Activity"
-
-    static func error(_ name: String) -> String { "org.example.UserActivity.Error.\(name)" }
-
-    /// The type every fixture app of team `com.example` declares.
-    static let editType = "com.example.Editor.edit-document"
-    static let editor = "com.example.Editor"
-    static let viewer = "com.example.Viewer"
+/// Fixture apps of these tests (the contract's names are TestSupport's `UA`).
+extension UA {
     static let lite = "com.example.Editor.Lite"
     static let activatable = "com.example.Activatable"
     static let plain = "com.example.Plain"

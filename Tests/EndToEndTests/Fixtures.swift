@@ -14,27 +14,6 @@ import Glibc
 // has to stay open (a live activity lives as long as the connection that
 // created it).
 
-/// The fixed names of the contract (`/work/shared/spec/dbus-api.md`).
-enum UA {
-    static let busName = "org.example.UserActivity"
-    static let managerPath = "/org/example/UserActivity"
-    static let managerInterface = "org.example.UserActivity"
-    static let activityInterface = "org.example.UserActivity.Activity"
-    static let activityPathPrefix = "/org/example/UserActivity/activity/"
-
-    static func error(_ name: String) -> String { "org.example.UserActivity.Error.\(name)" }
-
-    static let invalidArgs = "org.freedesktop.DBus.Error.InvalidArgs"
-    static let unknownObject = "org.freedesktop.DBus.Error.UnknownObject"
-    static let propertyReadOnly = "org.freedesktop.DBus.Error.PropertyReadOnly"
-    static let notSupported = "org.freedesktop.DBus.Error.NotSupported"
-
-    static let editor = "com.example.Editor"
-    static let editType = "com.example.Editor.edit-document"
-    static let viewer = "com.example.Viewer"
-    static let viewType = "com.example.Viewer.view"
-}
-
 /// A desktop entry installed for a test.
 struct FixtureApp: Sendable {
     var id: String

@@ -10,19 +10,9 @@ import Glibc
 // org.kde.krunner1 objects with `gdbus call`, as the shells do, on a private
 // bus where the BUILT daemon is started by D-Bus activation.
 
-enum UA {
-    static let busName = "org.example.UserActivity"
-    static let managerPath = "/org/example/UserActivity"
-    static let searchProviderPath = "/org/example/UserActivity/SearchProvider"
-    static let krunnerPath = "/org/example/UserActivity/KRunner"
+extension UA {
     static let searchProvider = "org.gnome.Shell.SearchProvider2"
     static let krunner = "org.kde.krunner1"
-    static let editor = "com.example.Editor"
-    static let editType = "com.example.Editor.edit-document"
-    static let viewer = "com.example.Viewer"
-    static let viewType = "com.example.Viewer.view"
-    static let notSupported = "org.freedesktop.DBus.Error.NotSupported"
-    static func error(_ name: String) -> String { "org.example.UserActivity.Error.\(name)" }
 }
 
 final class DesktopSearchHarness: @unchecked Sendable {

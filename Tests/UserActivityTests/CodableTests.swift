@@ -99,7 +99,7 @@ struct CodableTests {
     func liveRoundTrip() async throws {
         let h = try LibraryHarness()
         let client = try h.client()
-        let activity = UserActivity(activityType: Names.openDocument, client: client)
+        let activity = UserActivity(activityType: UA.openDocument, client: client)
         try activity.setUserInfo(from: Bookmark.sample)
         #expect(activity.requiredUserInfoKeys == Bookmark.requiredUserInfoKeys)
         try await activity.becomeCurrent().wait()
@@ -126,7 +126,7 @@ struct CodableTests {
         let h = try LibraryHarness()
         let client = try h.client()
         let received = Recorder<Bookmark>()
-        let shortcut = UserActivity(activityType: Names.openDocument, client: client)
+        let shortcut = UserActivity(activityType: UA.openDocument, client: client)
         shortcut.title = "Bookmark seven"
         shortcut.isEligibleForSearch = true
         try shortcut.setUserInfo(from: Bookmark.sample)
@@ -138,8 +138,8 @@ struct CodableTests {
                 received.append(try activity.userInfo(as: Bookmark.self))
                 return true
             })
-            let app = try await client.continueSavedActivity(savedID, options: .init(targetAppID: Names.notes, timeout: 5))
-            #expect(app == Names.notes)
+            let app = try await client.continueSavedActivity(savedID, options: .init(targetAppID: UA.notes, timeout: 5))
+            #expect(app == UA.notes)
             #expect(await received.wait())
             var expected = Bookmark.sample
             expected.zoom = nil   // optional and not required: not kept in the saved copy

@@ -22,8 +22,8 @@ struct ContinuationHandlerTests {
     @Test("ContinueActivity reaches continue(_:) with the activity's data; willContinue runs first; the app ID comes back")
     func continueIntoHandler() async throws {
         let h = try LibraryHarness()
-        let notes = try h.client(Names.notes)
-        let caller = try h.client(Names.reader)
+        let notes = try h.client(UA.notes)
+        let caller = try h.client(UA.reader)
         let events = Recorder<String>()
         let delivered = Recorder<Delivered>()
 
@@ -38,42 +38,42 @@ struct ContinuationHandlerTests {
                     return true
                 }))
 
-            let link = UserActivity(activityType: Names.editNote, client: caller)
+            let link = UserActivity(activityType: UA.editNote, client: caller)
             link.title = "From a link"
             link.userInfo = ["note": "n-5", "line": .uint32(3)]
-            let app = try await caller.continueActivity(link, options: .init(targetAppID: Names.notes, timeout: 5,
+            let app = try await caller.continueActivity(link, options: .init(targetAppID: UA.notes, timeout: 5,
                                                                               activationToken: "token-123"))
-            #expect(app == Names.notes)
+            #expect(app == UA.notes)
             let got = try #require(delivered.values.first)
-            #expect(got.type == Names.editNote)
+            #expect(got.type == UA.editNote)
             #expect(got.title == "From a link")
             #expect(got.userInfo == ["note": "n-5", "line": .uint32(3)])
-            #expect(got.publisher == Names.reader)
+            #expect(got.publisher == UA.reader)
             #expect(got.activationToken == "token-123")
             #expect(got.hasStream == false)
-            #expect(events.values == ["will \(Names.editNote)", "continue \(Names.editNote)"])
+            #expect(events.values == ["will \(UA.editNote)", "continue \(UA.editNote)"])
         }
     }
 
     @Test("A handler answering false or throwing: the caller gets ContinuationFailed or the thrown error's name")
     func handlerRefuses() async throws {
         let h = try LibraryHarness()
-        let notes = try h.client(Names.notes)
-        let caller = try h.client(Names.reader)
+        let notes = try h.client(UA.notes)
+        let caller = try h.client(UA.reader)
         do {
             try await notes.register(continuationHandler: ContinuationClosures { activity in
                 if activity.userInfo["refuse"]?.boolValue == true { return false }
                 throw UserActivityError(.notFound, "note \(activity.userInfo["note"]?.stringValue ?? "?") was deleted")
             })
-            let refused = UserActivity(activityType: Names.editNote, client: caller)
+            let refused = UserActivity(activityType: UA.editNote, client: caller)
             refused.userInfo = ["refuse": true]
-            await #expect { try await caller.continueActivity(refused, options: .init(targetAppID: Names.notes)) } throws: { error in
+            await #expect { try await caller.continueActivity(refused, options: .init(targetAppID: UA.notes)) } throws: { error in
                 (error as? UserActivityError)?.code == .continuationFailed
             }
-            let failing = UserActivity(activityType: Names.editNote, client: caller)
+            let failing = UserActivity(activityType: UA.editNote, client: caller)
             failing.userInfo = ["note": "n-404"]
             do {
-                try await caller.continueActivity(failing, options: .init(targetAppID: Names.notes))
+                try await caller.continueActivity(failing, options: .init(targetAppID: UA.notes))
                 Issue.record("the handler's error did not reach the caller")
             } catch let error as UserActivityError {
                 #expect(error.code == .notFound)
@@ -85,20 +85,20 @@ struct ContinuationHandlerTests {
     @Test("A handler that does not answer in time: the caller gets RemoteApplicationTimedOut, the app didFailToContinue")
     func didFailToContinue() async throws {
         let h = try LibraryHarness()
-        let notes = try h.client(Names.notes)
-        let caller = try h.client(Names.reader)
+        let notes = try h.client(UA.notes)
+        let caller = try h.client(UA.reader)
         let failures = Recorder<UserActivityError>()
         do {
             try await notes.register(continuationHandler: ContinuationClosures(
                 didFailToContinue: { type, error in
-                    if type == Names.editNote { failures.append(error) }
+                    if type == UA.editNote { failures.append(error) }
                 },
                 continue: { _ in
                     try await Task.sleep(nanoseconds: 2_000_000_000)
                     return true
                 }))
-            let slow = UserActivity(activityType: Names.editNote, client: caller)
-            await #expect { try await caller.continueActivity(slow, options: .init(targetAppID: Names.notes, timeout: 0.3)) } throws: { error in
+            let slow = UserActivity(activityType: UA.editNote, client: caller)
+            await #expect { try await caller.continueActivity(slow, options: .init(targetAppID: UA.notes, timeout: 0.3)) } throws: { error in
                 (error as? UserActivityError)?.code == .remoteApplicationTimedOut
             }
             #expect(await failures.wait(), "didFailToContinue was not called\n\(h.logTail())")
@@ -110,11 +110,11 @@ struct ContinuationHandlerTests {
     @Test("needsSave: the service asks before saving, willSave updates the activity, the saved copy has the fresh data")
     func needsSaveWillSave() async throws {
         let h = try LibraryHarness()
-        let client = try h.client(Names.notes)
+        let client = try h.client(UA.notes)
         let calls = Recorder<String>()
         do {
             try await client.register(continuationHandler: ContinuationClosures { _ in false })
-            let activity = UserActivity(activityType: Names.editNote, client: client)
+            let activity = UserActivity(activityType: UA.editNote, client: client)
             activity.title = "Stale title"
             activity.userInfo = ["note": "n-9", "line": 1]
             activity.isEligibleForSearch = true
@@ -146,8 +146,8 @@ struct ContinuationHandlerTests {
     @Test("wasContinued: Activity.Continue of the live activity calls it with the app that took it; NeedsSave is honoured first")
     func wasContinued() async throws {
         let h = try LibraryHarness()
-        let notes = try h.client(Names.notes)
-        let reader = try h.client(Names.reader)
+        let notes = try h.client(UA.notes)
+        let reader = try h.client(UA.reader)
         let continuedBy = Recorder<String>()
         let delivered = Recorder<Delivered>()
         do {
@@ -157,7 +157,7 @@ struct ContinuationHandlerTests {
                                            hasStream: activity.hasContinuationStream, thread: nil))
                 return true
             })
-            let activity = UserActivity(activityType: Names.editNote, client: notes)
+            let activity = UserActivity(activityType: UA.editNote, client: notes)
             activity.title = "Handoff me"
             activity.userInfo = ["note": "n-1", "scroll": 0]
             activity.needsSave = true
@@ -167,17 +167,17 @@ struct ContinuationHandlerTests {
             let path = try #require(activity.objectPath)
 
             // As the shell or the CLI would: Activity.Continue on the live object.
-            let reply = try await h.rawCall(path, Names.activityInterface, "Continue",
-                                            [.stringVariantDictionary([("target-app-id", .string(Names.reader))])])
-            #expect(reply.first == .string(Names.reader))
+            let reply = try await h.rawCall(path, UA.activityInterface, "Continue",
+                                            [.stringVariantDictionary([("target-app-id", .string(UA.reader))])])
+            #expect(reply.first == .string(UA.reader))
             #expect(await continuedBy.wait(), "wasContinued was not called\n\(h.logTail())")
-            #expect(continuedBy.values == [Names.reader])
+            #expect(continuedBy.values == [UA.reader])
             let got = try #require(delivered.values.first)
-            #expect(got.publisher == Names.notes)
+            #expect(got.publisher == UA.notes)
             #expect(got.userInfo["scroll"] == .int(480), "the continuing app got the data willSave provided")
 
             // handOff(options:) does the same from the library.
-            #expect(try await activity.handOff(options: .init(targetAppID: Names.reader)) == Names.reader)
+            #expect(try await activity.handOff(options: .init(targetAppID: UA.reader)) == UA.reader)
             #expect(await continuedBy.wait { $0.count == 2 })
         }
     }
@@ -185,8 +185,8 @@ struct ContinuationHandlerTests {
     @Test("Continuation streams: the continuing app opens a stream, the origin receives the other end")
     func continuationStreams() async throws {
         let h = try LibraryHarness()
-        let notes = try h.client(Names.notes)
-        let reader = try h.client(Names.reader)
+        let notes = try h.client(UA.notes)
+        let reader = try h.client(UA.reader)
         let originEnds = Recorder<UncheckedSendable<FileHandle>>()
         let readerEnds = Recorder<UncheckedSendable<FileHandle>>()
         do {
@@ -197,13 +197,13 @@ struct ContinuationHandlerTests {
                 readerEnds.append(UncheckedSendable(stream))
                 return true
             })
-            let activity = UserActivity(activityType: Names.editNote, client: notes)
+            let activity = UserActivity(activityType: UA.editNote, client: notes)
             activity.title = "Streamed draft"
             activity.supportsContinuationStreams = true
             activity.didReceiveContinuationStream = { handle in originEnds.append(UncheckedSendable(handle)) }
             try await activity.becomeCurrent().wait()
 
-            #expect(try await activity.handOff(options: .init(targetAppID: Names.reader, timeout: 5)) == Names.reader)
+            #expect(try await activity.handOff(options: .init(targetAppID: UA.reader, timeout: 5)) == UA.reader)
             #expect(await originEnds.wait(), "the origin got no stream\n\(h.logTail())")
             let origin = try #require(originEnds.values.first).value
             let readerEnd = try #require(readerEnds.values.first).value

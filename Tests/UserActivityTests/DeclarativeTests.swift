@@ -62,9 +62,9 @@ struct DeclarativeTests {
         #expect(ActivityNames.kebabCase("Share2Action") == "share2")
         #expect(ActivityNames.kebabCase("MyApp.Actions.Open_thing") == "open-thing")
         #expect(ActivityNames.kebabCase("Action") == "action")
-        #expect(ActivityApp.activityType(of: OpenDocumentAction.self, appID: Names.notes) == Names.openDocument)
-        #expect(ActivityApp.activityType(of: ShowPage.self, appID: Names.notes) == Names.showPage)
-        #expect(ActivityApp.activityType(of: EditNote.self, appID: Names.notes) == Names.editNote)
+        #expect(ActivityApp.activityType(of: OpenDocumentAction.self, appID: UA.notes) == UA.openDocument)
+        #expect(ActivityApp.activityType(of: ShowPage.self, appID: UA.notes) == UA.showPage)
+        #expect(ActivityApp.activityType(of: EditNote.self, appID: UA.notes) == UA.editNote)
         #expect(ActivityNames.isValidComponent("open-document"))
         #expect(!ActivityNames.isValidComponent("2nd"))
         #expect(!ActivityNames.isValidComponent("with space"))
@@ -73,39 +73,39 @@ struct DeclarativeTests {
     @Test("perform() runs the action, then publishes its activity as current with the derived type and eligibility")
     func performPublishes() async throws {
         let h = try LibraryHarness()
-        let client = try h.client(Names.notes)
-        let app = try ActivityApp(appID: Names.notes, client: client, actions: [OpenDocumentAction.self, ShowPage.self, EditNote.self])
-        #expect(app.activityTypes == [Names.openDocument, Names.showPage, Names.editNote])
+        let client = try h.client(UA.notes)
+        let app = try ActivityApp(appID: UA.notes, client: client, actions: [OpenDocumentAction.self, ShowPage.self, EditNote.self])
+        #expect(app.activityTypes == [UA.openDocument, UA.showPage, UA.editNote])
         try app.checkDeclarations(environment: h.session.environment)
 
         let activity = try await app.perform(OpenDocumentAction.self, with: PlainRef(path: "/tmp/perform.odt", page: 2))
-        #expect(ActionLog.shared.values.contains("open-document /tmp/perform.odt page 2 via app [\(Names.notes)]"))
+        #expect(ActionLog.shared.values.contains("open-document /tmp/perform.odt page 2 via app [\(UA.notes)]"))
         let path = try #require(activity.objectPath)
         #expect(try await h.currentActivity() == path)
         let properties = try await h.properties(path)
-        #expect(properties["ActivityType"] == .string(Names.openDocument))
+        #expect(properties["ActivityType"] == .string(UA.openDocument))
         #expect(properties["Title"] == .string("Open /tmp/perform.odt"))
         #expect(properties["EligibleForHandoff"] == .boolean(true))
         #expect(properties["EligibleForSearch"] == .boolean(true))
         #expect(properties["EligibleForPrediction"] == .boolean(true))
         #expect(properties["RequiredUserInfoKeys"] == .stringArray(["page", "path"]))
         #expect(entries(properties["UserInfo"]) == ["path": .string("/tmp/perform.odt"), "page": .int64(2)])
-        #expect(try await client.search("perform").first?.activityType == Names.openDocument)
+        #expect(try await client.search("perform").first?.activityType == UA.openDocument)
 
         // The next action's activity replaces it (the earlier one is invalidated).
         let page = try await app.perform(ShowPage.self, with: .init(url: URL(string: "https://example.com/p")!))
         #expect(try await h.currentActivity() == page.objectPath)
         #expect(await h.rawErrorName(path, "org.freedesktop.DBus.Properties", "Get",
-                                     [.string(Names.activityInterface), .string("Title")]) == "org.freedesktop.DBus.Error.UnknownObject")
+                                     [.string(UA.activityInterface), .string("Title")]) == "org.freedesktop.DBus.Error.UnknownObject")
         #expect(app.currentActivity === page)
     }
 
     @Test("A continuation of an action's type is routed to that action with its input rebuilt; a missing key is a clear error")
     func routing() async throws {
         let h = try LibraryHarness()
-        let app = try ActivityApp(appID: Names.notes, client: try h.client(Names.notes),
+        let app = try ActivityApp(appID: UA.notes, client: try h.client(UA.notes),
                                   actions: [OpenDocumentAction.self, EditNote.self])
-        let caller = try h.client(Names.reader)
+        let caller = try h.client(UA.reader)
         let fallback = Recorder<String>()
         app.fallbackHandler = ContinuationClosures { activity in
             fallback.append(activity.activityType)
@@ -117,21 +117,21 @@ struct DeclarativeTests {
         do {
             try await app.start(environment: h.session.environment)
 
-            let link = UserActivity(activityType: Names.editNote, client: caller)
+            let link = UserActivity(activityType: UA.editNote, client: caller)
             try link.setUserInfo(from: NoteRef(note: "n-77", line: 5))
-            #expect(try await caller.continueActivity(link, options: .init(targetAppID: Names.notes, timeout: 5)) == Names.notes)
-            #expect(ActionLog.shared.values.contains("edit-note n-77:5 [\(Names.notes)]"), "\(ActionLog.shared.values)")
-            #expect(willContinue.values.contains(Names.editNote))
+            #expect(try await caller.continueActivity(link, options: .init(targetAppID: UA.notes, timeout: 5)) == UA.notes)
+            #expect(ActionLog.shared.values.contains("edit-note n-77:5 [\(UA.notes)]"), "\(ActionLog.shared.values)")
+            #expect(willContinue.values.contains(UA.editNote))
             // Continuing performed the action, which published its activity.
             let current = try #require(app.currentActivity)
-            #expect(current.activityType == Names.editNote)
+            #expect(current.activityType == UA.editNote)
             #expect(try await h.currentActivity() == current.objectPath)
 
             // Input missing a required key: the caller learns which one.
-            let broken = UserActivity(activityType: Names.openDocument, client: caller)
+            let broken = UserActivity(activityType: UA.openDocument, client: caller)
             broken.userInfo = ["path": "/tmp/x.odt"]
             do {
-                try await caller.continueActivity(broken, options: .init(targetAppID: Names.notes, timeout: 5))
+                try await caller.continueActivity(broken, options: .init(targetAppID: UA.notes, timeout: 5))
                 Issue.record("a continuation without the 'page' key succeeded")
             } catch let error as UserActivityError {
                 #expect(error.code == .continuationFailed)
@@ -140,10 +140,10 @@ struct DeclarativeTests {
             #expect(!ActionLog.shared.values.contains { $0.contains("/tmp/x.odt") })
 
             // A declared type no action owns goes to the fallback handler.
-            let page = UserActivity(activityType: Names.showPage, client: caller)
+            let page = UserActivity(activityType: UA.showPage, client: caller)
             page.webpageURL = URL(string: "https://example.com/fallback")
-            #expect(try await caller.continueActivity(page, options: .init(targetAppID: Names.notes, timeout: 5)) == Names.notes)
-            #expect(fallback.values == [Names.showPage])
+            #expect(try await caller.continueActivity(page, options: .init(targetAppID: UA.notes, timeout: 5)) == UA.notes)
+            #expect(fallback.values == [UA.showPage])
         }
     }
 
@@ -191,7 +191,7 @@ struct DeclarativeTests {
     @Test("Action names that cannot end a type, and two actions with one name, are refused up front")
     func invalidActions() async throws {
         let h = try LibraryHarness()
-        let client = try h.client(Names.notes)
+        let client = try h.client(UA.notes)
         struct Second: ActivityAction {
             typealias Input = PlainRef
             static let name = "2nd"
@@ -202,9 +202,9 @@ struct DeclarativeTests {
             static let name = "open-document"
             static func perform(_ input: PlainRef, context: ActionContext) async throws {}
         }
-        #expect(throws: UserActivityError.self) { try ActivityApp(appID: Names.notes, client: client, actions: [Second.self]) }
+        #expect(throws: UserActivityError.self) { try ActivityApp(appID: UA.notes, client: client, actions: [Second.self]) }
         #expect(throws: UserActivityError.self) {
-            try ActivityApp(appID: Names.notes, client: client, actions: [OpenDocumentAction.self, Duplicate.self])
+            try ActivityApp(appID: UA.notes, client: client, actions: [OpenDocumentAction.self, Duplicate.self])
         }
         #expect(throws: UserActivityError.self) { try ActivityApp(appID: "not an id", client: client, actions: []) }
     }

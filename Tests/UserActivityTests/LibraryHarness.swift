@@ -11,12 +11,7 @@ import TypedValues
 // What the library did is checked from the outside, with a plain DBusKit
 // connection (as busctl would see it), never through the library itself.
 
-enum Names {
-    static let busName = "org.example.UserActivity"
-    static let managerPath = "/org/example/UserActivity"
-    static let managerInterface = "org.example.UserActivity"
-    static let activityInterface = "org.example.UserActivity.Activity"
-
+extension UA {
     /// Declares editNote, openDocument, showPage; team com.example.
     static let notes = "com.example.Notes"
     static let editNote = "com.example.Notes.edit-note"
@@ -33,9 +28,9 @@ struct FixtureEntry: Sendable {
     var types: [String]
 
     static let standard = [
-        FixtureEntry(id: Names.notes, types: [Names.editNote, Names.openDocument, Names.showPage]),
-        FixtureEntry(id: Names.reader, types: [Names.editNote]),
-        FixtureEntry(id: Names.partial, types: ["com.example.Partial.open-document"]),
+        FixtureEntry(id: UA.notes, types: [UA.editNote, UA.openDocument, UA.showPage]),
+        FixtureEntry(id: UA.reader, types: [UA.editNote]),
+        FixtureEntry(id: UA.partial, types: ["com.example.Partial.open-document"]),
     ]
 }
 
@@ -51,13 +46,13 @@ final class LibraryHarness: @unchecked Sendable {
             try session.writeDesktopEntry(appID: entry.id, types: entry.types)
         }
         bus = try PrivateBus(environment: session)
-        try bus.installService(name: Names.busName, exec: "\(shellQuote(try BuiltProducts.useractivityd())) --verbose")
+        try bus.installService(name: UA.busName, exec: "\(shellQuote(try BuiltProducts.useractivityd())) --verbose")
     }
 
     deinit { bus.stop() }
 
     /// A library client for `appID` on the private bus (its own loop thread).
-    func client(_ appID: String? = Names.notes) throws -> UserActivityClient {
+    func client(_ appID: String? = UA.notes) throws -> UserActivityClient {
         let client = try UserActivityClient(appID: appID, address: bus.address)
         client.onError = { error, request in print("client error (\(request)): \(error)") }
         return client
@@ -74,13 +69,13 @@ final class LibraryHarness: @unchecked Sendable {
     func rawConnection() throws -> Connection { try Connection.bus(address: bus.address) }
 
     /// Calls the daemon on a thread of its own and returns the reply's arguments.
-    func rawCall(_ path: String = Names.managerPath, _ interface: String = Names.managerInterface, _ member: String,
+    func rawCall(_ path: String = UA.managerPath, _ interface: String = UA.managerInterface, _ member: String,
                  _ arguments: [TypedValue] = [], on connection: Connection? = nil, timeoutMilliseconds: Int32 = 25_000) async throws -> [TypedValue] {
         let address = bus.address
         let given = UncheckedSendable(connection)
         return try await offload {
             let connection = try given.value ?? Connection.bus(address: address)
-            let message = Message.methodCall(destination: Names.busName, path: path, interface: interface, member: member)
+            let message = Message.methodCall(destination: UA.busName, path: path, interface: interface, member: member)
             try message.append(arguments)
             return try connection.call(message, timeoutMilliseconds: timeoutMilliseconds).arguments()
         }
@@ -88,14 +83,14 @@ final class LibraryHarness: @unchecked Sendable {
 
     /// The manager's CurrentActivity ("/" when none).
     func currentActivity() async throws -> String {
-        let reply = try await rawCall(Names.managerPath, "org.freedesktop.DBus.Properties", "Get",
-                                      [.string(Names.managerInterface), .string("CurrentActivity")])
+        let reply = try await rawCall(UA.managerPath, "org.freedesktop.DBus.Properties", "Get",
+                                      [.string(UA.managerInterface), .string("CurrentActivity")])
         return reply.first?.unwrappedVariant.objectPathValue ?? "<none>"
     }
 
     /// Every property of an activity object (`Properties.GetAll`).
     func properties(_ path: String) async throws -> [String: TypedValue] {
-        let reply = try await rawCall(path, "org.freedesktop.DBus.Properties", "GetAll", [.string(Names.activityInterface)])
+        let reply = try await rawCall(path, "org.freedesktop.DBus.Properties", "GetAll", [.string(UA.activityInterface)])
         guard let entries = reply.first?.stringVariantEntries else { return [:] }
         return Dictionary(entries, uniquingKeysWith: { first, _ in first })
     }
@@ -213,7 +208,7 @@ final class SignalRecorder: @unchecked Sendable {
     }
 
     static func rule(path: String? = nil, interface: String, member: String? = nil) -> String {
-        var rule = "type='signal',sender='\(Names.busName)',interface='\(interface)'"
+        var rule = "type='signal',sender='\(UA.busName)',interface='\(interface)'"
         if let path { rule += ",path='\(path)'" }
         if let member { rule += ",member='\(member)'" }
         return rule

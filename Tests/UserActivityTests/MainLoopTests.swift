@@ -38,10 +38,10 @@ struct MainLoopTests {
     @Test("Without a loop of the app's own, the library runs one on its thread; callbacks come from it")
     func ownThread() async throws {
         let h = try LibraryHarness()
-        let client = try h.client(Names.notes)
+        let client = try h.client(UA.notes)
         #expect(client.runner.ownsThread)
         let threads = Recorder<String>()
-        let activity = UserActivity(activityType: Names.editNote, client: client)
+        let activity = UserActivity(activityType: UA.editNote, client: client)
         activity.title = "Own thread"
         activity.wasContinued = { _ in threads.append(Thread.current.name ?? "?") }
         try await activity.becomeCurrent().wait()
@@ -51,7 +51,7 @@ struct MainLoopTests {
             try await client.register(continuationHandler: ContinuationClosures(
                 willContinue: { _ in threads.append(Thread.current.name ?? "?") },
                 continue: { _ in true }))
-            try await activity.handOff(options: .init(targetAppID: Names.notes))
+            try await activity.handOff(options: .init(targetAppID: UA.notes))
             #expect(await threads.wait { $0.count == 2 })
             #expect(threads.values == ["UserActivity", "UserActivity"], "willContinue and wasContinued run on the library's loop thread")
         }
@@ -64,10 +64,10 @@ struct MainLoopTests {
         let h = try LibraryHarness()
         let loopThread = LoopThread(name: "app-main-loop")
         defer { loopThread.stop() }
-        let client = try UserActivityClient(appID: Names.notes, address: h.bus.address, mainLoop: loopThread.loop)
+        let client = try UserActivityClient(appID: UA.notes, address: h.bus.address, mainLoop: loopThread.loop)
         #expect(!client.runner.ownsThread)
         let threads = Recorder<String>()
-        let activity = UserActivity(activityType: Names.editNote, client: client)
+        let activity = UserActivity(activityType: UA.editNote, client: client)
         activity.title = "Attached"
         activity.userInfo = ["where": "the app's loop"]
         activity.wasContinued = { _ in threads.append(Thread.current.name ?? "?") }
@@ -82,7 +82,7 @@ struct MainLoopTests {
             try await client.register(continuationHandler: ContinuationClosures(
                 willContinue: { _ in threads.append(Thread.current.name ?? "?") },
                 continue: { _ in true }))
-            try await activity.handOff(options: .init(targetAppID: Names.notes))
+            try await activity.handOff(options: .init(targetAppID: UA.notes))
             #expect(await threads.wait { $0.count == 2 })
             #expect(threads.values == ["app-main-loop", "app-main-loop"])
         }
@@ -93,11 +93,11 @@ struct MainLoopTests {
     func attachedBeforeRunning() async throws {
         let h = try LibraryHarness()
         let loop = GLibMainLoop.withNewContext()
-        let client = try UserActivityClient(appID: Names.notes, address: h.bus.address, mainLoop: loop)
-        let first = UserActivity(activityType: Names.editNote, client: client)
+        let client = try UserActivityClient(appID: UA.notes, address: h.bus.address, mainLoop: loop)
+        let first = UserActivity(activityType: UA.editNote, client: client)
         first.title = "queued first"
         let firstDone = first.becomeCurrent()
-        let second = UserActivity(activityType: Names.showPage, client: client)
+        let second = UserActivity(activityType: UA.showPage, client: client)
         second.title = "queued second"
         let secondDone = second.becomeCurrent()
         try await Task.sleep(nanoseconds: 100_000_000)
@@ -126,13 +126,13 @@ struct ServiceRestartTests {
 
     private func restart() async throws {
         let h = try LibraryHarness()
-        let client = try h.client(Names.notes)
+        let client = try h.client(UA.notes)
         let continued = Recorder<String>()
         try await client.register(continuationHandler: ContinuationClosures { activity in
             continued.append(activity.title ?? "")
             return true
         })
-        let activity = UserActivity(activityType: Names.editNote, client: client)
+        let activity = UserActivity(activityType: UA.editNote, client: client)
         activity.title = "Survives a restart"
         activity.userInfo = ["note": "n-3"]
         try await activity.becomeCurrent().wait()
@@ -143,7 +143,7 @@ struct ServiceRestartTests {
                 let connection = try h.rawConnection()
                 let message = Message.methodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
                                                  interface: "org.freedesktop.DBus", member: "GetConnectionUnixProcessID")
-                try message.append([.string(Names.busName)])
+                try message.append([.string(UA.busName)])
                 return try connection.call(message, timeoutMilliseconds: 5000).arguments()
             }
             if case .uint32(let pid)? = reply?.first { return pid }
@@ -165,10 +165,10 @@ struct ServiceRestartTests {
             #expect(entries(properties["UserInfo"]) == ["note": .string("n-3")])
         }
         // The handler is registered with the new instance.
-        let caller = try h.client(Names.reader)
-        let link = UserActivity(activityType: Names.editNote, client: caller)
+        let caller = try h.client(UA.reader)
+        let link = UserActivity(activityType: UA.editNote, client: caller)
         link.title = "after the restart"
-        #expect(try await caller.continueActivity(link, options: .init(targetAppID: Names.notes, timeout: 5)) == Names.notes)
+        #expect(try await caller.continueActivity(link, options: .init(targetAppID: UA.notes, timeout: 5)) == UA.notes)
         #expect(continued.values == ["after the restart"])
     }
 }

@@ -12,7 +12,7 @@ struct PublishingTests {
     func becomeCurrentPublishesProperties() async throws {
         let h = try LibraryHarness()
         let client = try h.client()
-        let activity = UserActivity(activityType: Names.editNote, client: client)
+        let activity = UserActivity(activityType: UA.editNote, client: client)
         activity.title = "Shopping list"
         activity.userInfo = [
             "note": "n-1",
@@ -41,8 +41,8 @@ struct PublishingTests {
         #expect(try await h.currentActivity() == path)
 
         let properties = try await h.properties(path)
-        #expect(properties["ActivityType"] == .string(Names.editNote))
-        #expect(properties["AppId"] == .string(Names.notes))
+        #expect(properties["ActivityType"] == .string(UA.editNote))
+        #expect(properties["AppId"] == .string(UA.notes))
         #expect(properties["Current"] == .boolean(true))
         #expect(properties["Title"] == .string("Shopping list"))
         #expect(properties["Keywords"] == .stringArray(["groceries", "list"]))
@@ -76,7 +76,7 @@ struct PublishingTests {
     func updatesAreBatched() async throws {
         let h = try LibraryHarness()
         let client = try h.client()
-        let activity = UserActivity(activityType: Names.editNote, client: client)
+        let activity = UserActivity(activityType: UA.editNote, client: client)
         activity.title = "Draft"
         activity.userInfo = ["note": "n-2", "line": 1]
         try await activity.becomeCurrent().wait()
@@ -96,7 +96,7 @@ struct PublishingTests {
         #expect(seen, "no PropertiesChanged with Title\n\(h.logTail())")
         // (The daemon announces Current=true right after BecomeCurrent's reply: not part of the batch.)
         let changes = monitor.signals.filter {
-            $0.arguments.first == .string(Names.activityInterface) && !Set($0.changed.keys).subtracting(["Current"]).isEmpty
+            $0.arguments.first == .string(UA.activityInterface) && !Set($0.changed.keys).subtracting(["Current"]).isEmpty
         }
         #expect(changes.count == 1, "expected one PropertiesChanged, got \(changes.map(\.changed.keys))")
         let changed = try #require(changes.first).changed
@@ -120,7 +120,7 @@ struct PublishingTests {
     func resignAndInvalidate() async throws {
         let h = try LibraryHarness()
         let client = try h.client()
-        let activity = UserActivity(activityType: Names.editNote, client: client)
+        let activity = UserActivity(activityType: UA.editNote, client: client)
         activity.title = "To resign"
         try await activity.becomeCurrent().wait()
         let path = try #require(activity.objectPath)
@@ -136,7 +136,7 @@ struct PublishingTests {
         #expect(activity.isInvalidated)
         #expect(try await h.currentActivity() == "/")
         #expect(await h.rawErrorName(path, "org.freedesktop.DBus.Properties", "Get",
-                                     [.string(Names.activityInterface), .string("Title")]) == "org.freedesktop.DBus.Error.UnknownObject")
+                                     [.string(UA.activityInterface), .string("Title")]) == "org.freedesktop.DBus.Error.UnknownObject")
 
         // An invalidated activity cannot become current again.
         let again = activity.becomeCurrent()
@@ -148,10 +148,10 @@ struct PublishingTests {
     func currentMovesAndReleaseInvalidates() async throws {
         let h = try LibraryHarness()
         let client = try h.client()
-        let first = UserActivity(activityType: Names.editNote, client: client)
+        let first = UserActivity(activityType: UA.editNote, client: client)
         first.title = "First"
         first.becomeCurrent()
-        var second: UserActivity? = UserActivity(activityType: Names.showPage, client: client)
+        var second: UserActivity? = UserActivity(activityType: UA.showPage, client: client)
         second?.title = "Second"
         // Requests keep their order: the second ends up current.
         try await second?.becomeCurrent().wait()
@@ -163,7 +163,7 @@ struct PublishingTests {
         second = nil
         await client.waitForPendingRequests()
         #expect(await h.rawErrorName(secondPath, "org.freedesktop.DBus.Properties", "Get",
-                                     [.string(Names.activityInterface), .string("Title")]) == "org.freedesktop.DBus.Error.UnknownObject")
+                                     [.string(UA.activityInterface), .string("Title")]) == "org.freedesktop.DBus.Error.UnknownObject")
         #expect(try await h.currentActivity() == "/")
     }
 
@@ -193,10 +193,10 @@ struct PublishingTests {
     @Test("Without a running service that can be started, requests fail with serviceUnknown and a helpful message")
     func serviceNotInstalled() async throws {
         let session = try SessionEnvironment()
-        try session.writeDesktopEntry(appID: Names.notes, types: [Names.editNote])
+        try session.writeDesktopEntry(appID: UA.notes, types: [UA.editNote])
         let bus = try PrivateBus(environment: session)   // no .service file: nothing to activate
         defer { bus.stop() }
-        let client = try UserActivityClient(appID: Names.notes, address: bus.address)
+        let client = try UserActivityClient(appID: UA.notes, address: bus.address)
         client.onError = { _, _ in }
         do {
             _ = try await client.search("anything")

@@ -11,7 +11,7 @@ struct SavedActivityTests {
     func donateSearchSuggest() async throws {
         let h = try LibraryHarness()
         let client = try h.client()
-        let shortcut = UserActivity(activityType: Names.openDocument, client: client)
+        let shortcut = UserActivity(activityType: UA.openDocument, client: client)
         shortcut.title = "Quarterly report"
         shortcut.contentDescription = "Finance, third quarter"
         shortcut.keywords = ["finance", "q3"]
@@ -29,8 +29,8 @@ struct SavedActivityTests {
         #expect(results.count == 1, "\(results)")
         let result = try #require(results.first)
         #expect(result.savedID == savedID)
-        #expect(result.appID == Names.notes)
-        #expect(result.activityType == Names.openDocument)
+        #expect(result.appID == UA.notes)
+        #expect(result.activityType == UA.openDocument)
         #expect(result.title == "Quarterly report")
         #expect(result.contentDescription == "Finance, third quarter")
         #expect(Set(result.keywords) == ["finance", "q3"])
@@ -38,7 +38,7 @@ struct SavedActivityTests {
         #expect(result.score > 0)
         #expect(abs(result.lastUsed.timeIntervalSinceNow) < 600)
         #expect(try await client.search("quarterly", appID: "com.example.Reader").isEmpty)
-        #expect(try await client.search("quarterly", activityTypes: [Names.openDocument]).count == 1)
+        #expect(try await client.search("quarterly", activityTypes: [UA.openDocument]).count == 1)
         #expect(try await client.search("nothing-like-it").isEmpty)
 
         // A donation is eligible for prediction unless it says otherwise.
@@ -48,20 +48,20 @@ struct SavedActivityTests {
         #expect((suggestion.useCount ?? 0) >= 1)
 
         // Becoming current with search eligibility saves a copy too.
-        let live = UserActivity(activityType: Names.editNote, client: client)
+        let live = UserActivity(activityType: UA.editNote, client: client)
         live.title = "Grocery note"
         live.isEligibleForSearch = true
         try await live.becomeCurrent().wait()
-        #expect(try await client.search("grocery").first?.activityType == Names.editNote)
+        #expect(try await client.search("grocery").first?.activityType == UA.editNote)
     }
 
     @Test("deleteSavedActivities(withPersistentIdentifiers:) and deleteAllSavedActivities() remove only this app's copies")
     func deleteSaved() async throws {
         let h = try LibraryHarness()
-        let notes = try h.client(Names.notes)
-        let reader = try h.client(Names.reader)
-        for (client, type, id) in [(notes, Names.openDocument, "a"), (notes, Names.openDocument, "b"),
-                                   (notes, Names.editNote, "c"), (reader, Names.editNote, "r")] {
+        let notes = try h.client(UA.notes)
+        let reader = try h.client(UA.reader)
+        for (client, type, id) in [(notes, UA.openDocument, "a"), (notes, UA.openDocument, "b"),
+                                   (notes, UA.editNote, "c"), (reader, UA.editNote, "r")] {
             let activity = UserActivity(activityType: type, client: client)
             activity.title = "Searchable \(id)"
             activity.isEligibleForSearch = true

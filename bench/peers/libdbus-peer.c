@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * A minimal libdbus service for bench/report.sh: the same (s, a{sv}) -> o call
+ * as useractivityd's CreateActivity, done the plainest way libdbus allows, so
+ * the report can tell what our daemon costs on top of the library itself.
+ *
+ * CreateActivity(s activity_type, a{sv} properties) -> (o activity)
+ *   checks the type is a reverse-DNS name, walks the whole dictionary (every
+ *   key must be a known activity key with the right type; nested values are
+ *   visited too), keeps the call (and so the dictionary) in memory under a
+ *   counter, registers an object for it and replies with its path.
+ * Activity.Invalidate() on that path unregisters the object and frees it.
+ * org.freedesktop.DBus.Peer.Ping is answered by libdbus itself.
+ *
+ * Usage: libdbus-peer [BUS_NAME]   (default org.example.BenchPeer.LibDBus)
+ * Connects to the session bus (DBUS_SESSION_BUS_ADDRESS), as a D-Bus
+ * activated service does, and serves until the bus goes away.
+ */
+#include <dbus/dbus.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MANAGER_PATH "/org/example/BenchPeer"
+#define MANAGER_INTERFACE "org.example.BenchPeer"
+#define ACTIVITY_INTERFACE "org.example.BenchPeer.Activity"
+#define ACTIVITY_PATH_PREFIX "/org/example/BenchPeer/activity/"
+#define ERROR_INVALID_ARGUMENT "org.example.BenchPeer.Error.InvalidArgument"
+#define MAX_TEXT_BYTES 1024
+#define MAX_DEPTH 32
+
+/* The activity keys of the contract and their D-Bus types. */
+static const struct {
+    const char *key;
+    const char *signature;
+} known_keys[] = {
+    {"app-id", "s"},
+    {"title", "s"},
+    {"user-info", "a{sv}"},
+    {"required-user-info-keys", "as"},
+    {"keywords", "as"},
+    {"content-description", "s"},
+    {"content-attributes", "a{sv}"},
+    {"webpage-url", "s"},
+    {"referrer-url", "s"},
+    {"target-content-identifier", "s"},
+    {"persistent-identifier", "s"},
+    {"expiration-date", "x"},
+    {"eligible-for-handoff", "b"},
+    {"eligible-for-search", "b"},
+    {"eligible-for-public-indexing", "b"},
+    {"eligible-for-prediction", "b"},
+    {"suggested-invocation-phrase", "s"},
+    {"needs-save", "b"},
+    {"supports-continuation-streams", "b"},
+};
+
+struct activity {
+    uint64_t id;
+    DBusMessage *call; /* holds the marshalled type and properties */
+    char path[sizeof ACTIVITY_PATH_PREFIX + 24];
+};
+
+static uint64_t next_id = 1;
+static size_t live = 0;
+
+/* A reverse-DNS name: two or more dot-separated elements of [A-Za-z0-9_-],
+ * none empty or starting with a digit, at most 255 bytes. */
+static int valid_reverse_dns(const char *name)
+{
+    size_t length = strlen(name);
+    if (length == 0 || length > 255)
+        return 0;
+    int elements = 1;
+    int at_start = 1;
+    for (const char *p = name; *p; p++) {
+        char c = *p;
+        if (c == '.') {
+            if (at_start)
+                return 0;
+            elements++;
+            at_start = 1;
+            continue;
+        }
+        int letter = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' || c == '-';
+        int digit = c >= '0' && c <= '9';
+        if (!letter && !digit)
+            return 0;
+        if (at_start && digit)
+            return 0;
+        at_start = 0;
+    }
+    return !at_start && elements >= 2;
+}
+
+/* Visits every value under the iterator; counts them. Returns 0 when
+ * something is out of bounds (too deep, a text over the limit). */
+static int walk(DBusMessageIter *iter, int depth, size_t *values)
+{
+    if (depth > MAX_DEPTH)
+        return 0;
+    int type;
+    while ((type = dbus_message_iter_get_arg_type(iter)) != DBUS_TYPE_INVALID) {
+        (*values)++;
+        if (dbus_type_is_container(type)) {
+            DBusMessageIter sub;
+            dbus_message_iter_recurse(iter, &sub);
+            if (!walk(&sub, depth + 1, values))
+                return 0;
+        } else if (type == DBUS_TYPE_STRING || type == DBUS_TYPE_OBJECT_PATH || type == DBUS_TYPE_SIGNATURE) {
+            const char *text;
+            dbus_message_iter_get_basic(iter, &text);
+            if (strlen(text) > 64 * 1024)
+                return 0;
+        }
+        dbus_message_iter_next(iter);
+    }
+    return 1;
+}
+
+/* Checks one properties dictionary; on failure fills `why`. */
+static int validate_properties(DBusMessageIter *dict, char *why, size_t why_size)
+{
+    DBusMessageIter entry;
+    dbus_message_iter_recurse(dict, &entry);
+    size_t values = 0;
+    while (dbus_message_iter_get_arg_type(&entry) == DBUS_TYPE_DICT_ENTRY) {
+        DBusMessageIter pair, variant;
+        const char *key;
+        dbus_message_iter_recurse(&entry, &pair);
+        dbus_message_iter_get_basic(&pair, &key);
+        dbus_message_iter_next(&pair);
+        dbus_message_iter_recurse(&pair, &variant);
+        char *signature = dbus_message_iter_get_signature(&variant);
+        int known = 0;
+        for (size_t i = 0; i < sizeof known_keys / sizeof known_keys[0]; i++) {
+            if (strcmp(known_keys[i].key, key) == 0) {
+                known = 1;
+                if (strcmp(known_keys[i].signature, signature) != 0) {
+                    snprintf(why, why_size, "'%s' must be of type %s, not %s", key, known_keys[i].signature, signature);
+                    dbus_free(signature);
+                    return 0;
+                }
+                break;
+            }
+        }
+        dbus_free(signature);
+        if (!known) {
+            snprintf(why, why_size, "unknown key '%s'", key);
+            return 0;
+        }
+        if (strcmp(key, "title") == 0) {
+            const char *title;
+            dbus_message_iter_get_basic(&variant, &title);
+            if (strlen(title) > MAX_TEXT_BYTES) {
+                snprintf(why, why_size, "the title is longer than %d bytes", MAX_TEXT_BYTES);
+                return 0;
+            }
+        }
+        if (!walk(&variant, 1, &values)) {
+            snprintf(why, why_size, "the value of '%s' is too deep or too large", key);
+            return 0;
+        }
+        dbus_message_iter_next(&entry);
+    }
+    return 1;
+}
+
+static DBusHandlerResult activity_message(DBusConnection *connection, DBusMessage *message, void *data);
+
+static void activity_unregistered(DBusConnection *connection, void *data)
+{
+    (void)connection;
+    struct activity *activity = data;
+    dbus_message_unref(activity->call);
+    free(activity);
+    live--;
+}
+
+static const DBusObjectPathVTable activity_vtable = {
+    .unregister_function = activity_unregistered,
+    .message_function = activity_message,
+};
+
+static void reply_error(DBusConnection *connection, DBusMessage *call, const char *name, const char *text)
+{
+    DBusMessage *error = dbus_message_new_error(call, name, text);
+    if (error) {
+        dbus_connection_send(connection, error, NULL);
+        dbus_message_unref(error);
+    }
+}
+
+static DBusHandlerResult create_activity(DBusConnection *connection, DBusMessage *call)
+{
+    if (!dbus_message_has_signature(call, "sa{sv}")) {
+        reply_error(connection, call, DBUS_ERROR_INVALID_ARGS, "CreateActivity takes (s, a{sv})");
+        return DBUS_HANDLER_RESULT_HANDLED;
+    }
+    DBusMessageIter args;
+    const char *type;
+    char why[256];
+    dbus_message_iter_init(call, &args);
+    dbus_message_iter_get_basic(&args, &type);
+    if (!valid_reverse_dns(type)) {
+        snprintf(why, sizeof why, "'%.200s' is not a reverse-DNS activity type", type);
+        reply_error(connection, call, ERROR_INVALID_ARGUMENT, why);
+        return DBUS_HANDLER_RESULT_HANDLED;
+    }
+    dbus_message_iter_next(&args);
+    if (!validate_properties(&args, why, sizeof why)) {
+        reply_error(connection, call, ERROR_INVALID_ARGUMENT, why);
+        return DBUS_HANDLER_RESULT_HANDLED;
+    }
+
+    struct activity *activity = calloc(1, sizeof *activity);
+    if (!activity)
+        return DBUS_HANDLER_RESULT_NEED_MEMORY;
+    activity->id = next_id++;
+    activity->call = dbus_message_ref(call);
+    snprintf(activity->path, sizeof activity->path, ACTIVITY_PATH_PREFIX "%" PRIu64, activity->id);
+    DBusError error = DBUS_ERROR_INIT;
+    if (!dbus_connection_try_register_object_path(connection, activity->path, &activity_vtable, activity, &error)) {
+        reply_error(connection, call, DBUS_ERROR_FAILED, error.message);
+        dbus_error_free(&error);
+        dbus_message_unref(activity->call);
+        free(activity);
+        return DBUS_HANDLER_RESULT_HANDLED;
+    }
+    live++;
+
+    DBusMessage *reply = dbus_message_new_method_return(call);
+    const char *path = activity->path;
+    if (!reply || !dbus_message_append_args(reply, DBUS_TYPE_OBJECT_PATH, &path, DBUS_TYPE_INVALID))
+        return DBUS_HANDLER_RESULT_NEED_MEMORY;
+    dbus_connection_send(connection, reply, NULL);
+    dbus_message_unref(reply);
+    return DBUS_HANDLER_RESULT_HANDLED;
+}
+
+static DBusHandlerResult manager_message(DBusConnection *connection, DBusMessage *message, void *data)
+{
+    (void)data;
+    if (dbus_message_is_method_call(message, MANAGER_INTERFACE, "CreateActivity"))
+        return create_activity(connection, message);
+    return DBUS_HANDLER_RESULT_NOT_YET_HANDLED;
+}
+
+static DBusHandlerResult activity_message(DBusConnection *connection, DBusMessage *message, void *data)
+{
+    struct activity *activity = data;
+    if (!dbus_message_is_method_call(message, ACTIVITY_INTERFACE, "Invalidate"))
+        return DBUS_HANDLER_RESULT_NOT_YET_HANDLED;
+    DBusMessage *reply = dbus_message_new_method_return(message);
+    if (!reply)
+        return DBUS_HANDLER_RESULT_NEED_MEMORY;
+    /* Frees `activity` through activity_unregistered. */
+    dbus_connection_unregister_object_path(connection, activity->path);
+    dbus_connection_send(connection, reply, NULL);
+    dbus_message_unref(reply);
+    return DBUS_HANDLER_RESULT_HANDLED;
+}
+
+static const DBusObjectPathVTable manager_vtable = {
+    .message_function = manager_message,
+};
+
+int main(int argc, char **argv)
+{
+    const char *name = argc > 1 ? argv[1] : "org.example.BenchPeer.LibDBus";
+    DBusError error = DBUS_ERROR_INIT;
+    DBusConnection *connection = dbus_bus_get_private(DBUS_BUS_SESSION, &error);
+    if (!connection) {
+        fprintf(stderr, "libdbus-peer: cannot connect to the session bus: %s\n", error.message);
+        return 1;
+    }
+    if (!dbus_connection_try_register_object_path(connection, MANAGER_PATH, &manager_vtable, NULL, &error)) {
+        fprintf(stderr, "libdbus-peer: cannot register %s: %s\n", MANAGER_PATH, error.message);
+        return 1;
+    }
+    int owned = dbus_bus_request_name(connection, name, DBUS_NAME_FLAG_DO_NOT_QUEUE, &error);
+    if (owned != DBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER) {
+        fprintf(stderr, "libdbus-peer: cannot own %s: %s\n", name, error.message ? error.message : "taken");
+        return 1;
+    }
+    /* The plainest loop libdbus offers: block, read, dispatch, repeat. */
+    while (dbus_connection_read_write_dispatch(connection, -1))
+        ;
+    fprintf(stderr, "libdbus-peer: bus gone, %zu activities were live\n", live);
+    return 0;
+}
