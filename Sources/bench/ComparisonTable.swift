@@ -2,12 +2,7 @@
 import Foundation
 
 extension ComparisonReport {
-    func json() throws -> String {
-        let encoder = JSONEncoder()
-        encoder.keyEncodingStrategy = .convertToSnakeCase
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(self), as: UTF8.self)
-    }
+    func json() throws -> String { try reportJSON(self) }
 
     /// Ratios first, absolute numbers second, machine noise last.
     func table() -> String {

@@ -3,12 +3,7 @@ import Foundation
 
 extension BenchReport {
     /// One JSON object; keys in snake_case, sorted, so diffs between runs stay small.
-    func json() throws -> String {
-        let encoder = JSONEncoder()
-        encoder.keyEncodingStrategy = .convertToSnakeCase
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(self), as: UTF8.self)
-    }
+    func json() throws -> String { try reportJSON(self) }
 
     /// The human-readable table and notes.
     func table() -> String {
@@ -107,4 +102,13 @@ extension BenchReport {
         let padding = String(repeating: " ", count: max(0, width - text.count))
         return right ? padding + text + " " : text + padding
     }
+}
+
+/// A report as one JSON object: keys in snake_case and sorted, so diffs
+/// between runs stay small.
+func reportJSON<Report: Encodable>(_ report: Report) throws -> String {
+    let encoder = JSONEncoder()
+    encoder.keyEncodingStrategy = .convertToSnakeCase
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+    return String(decoding: try encoder.encode(report), as: UTF8.self)
 }

@@ -21,17 +21,23 @@ struct WireEncoderTests {
         return message
     }
 
-    @Test("Byte for byte what libdbus's iterators write, for random arguments of every type")
-    func sameBytesAsLibdbus() throws {
+    /// 600 argument lists of one to four random values each, every type included.
+    private static func randomArgumentLists(seed: UInt64) -> [[TypedValue]] {
         var configuration = ValueGenerator.Configuration()
         configuration.maximumDepth = 8
         configuration.maximumElements = 4
         configuration.maximumSignatureLength = 60
         let values = ValueGenerator(configuration)
+        return (0..<600).map { i in
+            var input = FuzzInput(seed: UInt64(i) &+ seed)
+            return (0..<input.int(1...4)).map { _ in values.value(&input) }
+        }
+    }
+
+    @Test("Byte for byte what libdbus's iterators write, for random arguments of every type")
+    func sameBytesAsLibdbus() throws {
         var encoded = 0
-        for i in 0..<600 {
-            var input = FuzzInput(seed: UInt64(i) &+ 4242)
-            let arguments = (0..<input.int(1...4)).map { _ in values.value(&input) }
+        for (i, arguments) in Self.randomArgumentLists(seed: 4242).enumerated() {
             let header = i % 2 == 0
                 ? WireHeader(type: .signal, expectsReply: false, path: "/org/example/UserActivity/activity/a\(i)",
                              interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged")
@@ -79,15 +85,8 @@ struct WireEncoderTests {
 
     @Test("Reading arguments from the bytes gives what libdbus's iterators read, for random messages")
     func decoderAgreesWithIterators() throws {
-        var configuration = ValueGenerator.Configuration()
-        configuration.maximumDepth = 8
-        configuration.maximumElements = 4
-        configuration.maximumSignatureLength = 60
-        let values = ValueGenerator(configuration)
         var decoded = 0
-        for i in 0..<600 {
-            var input = FuzzInput(seed: UInt64(i) &+ 9191)
-            let arguments = (0..<input.int(1...4)).map { _ in values.value(&input) }
+        for arguments in Self.randomArgumentLists(seed: 9191) {
             let message = Message.methodCall(destination: ":1.1", path: "/a", interface: "a.b", member: "C")
             try message.append(arguments)
             let viaIterators = try message.argumentsThroughIterators()

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "activity-keys.h"
+
 #define MANAGER_PATH "/org/example/BenchPeer"
 #define ACTIVITY_PATH_PREFIX "/org/example/BenchPeer/activity/"
 #define ERROR_INVALID_ARGUMENT "org.example.BenchPeer.Error.InvalidArgument"
@@ -38,31 +40,6 @@ static const gchar introspection_xml[] =
     "  </interface>"
     "</node>";
 
-/* The activity keys of the contract and their D-Bus types. */
-static const struct {
-    const gchar *key;
-    const gchar *type;
-} known_keys[] = {
-    {"app-id", "s"},
-    {"title", "s"},
-    {"user-info", "a{sv}"},
-    {"required-user-info-keys", "as"},
-    {"keywords", "as"},
-    {"content-description", "s"},
-    {"content-attributes", "a{sv}"},
-    {"webpage-url", "s"},
-    {"referrer-url", "s"},
-    {"target-content-identifier", "s"},
-    {"persistent-identifier", "s"},
-    {"expiration-date", "x"},
-    {"eligible-for-handoff", "b"},
-    {"eligible-for-search", "b"},
-    {"eligible-for-public-indexing", "b"},
-    {"eligible-for-prediction", "b"},
-    {"suggested-invocation-phrase", "s"},
-    {"needs-save", "b"},
-    {"supports-continuation-streams", "b"},
-};
 
 typedef struct {
     guint64 id;
@@ -139,9 +116,9 @@ static gboolean validate_properties(GVariant *properties, GError **error)
         for (gsize i = 0; i < G_N_ELEMENTS(known_keys); i++) {
             if (strcmp(known_keys[i].key, key) == 0) {
                 known = TRUE;
-                if (!g_variant_is_of_type(value, G_VARIANT_TYPE(known_keys[i].type))) {
+                if (!g_variant_is_of_type(value, G_VARIANT_TYPE(known_keys[i].signature))) {
                     g_set_error(error, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS, "'%s' must be of type %s, not %s", key,
-                                known_keys[i].type, g_variant_get_type_string(value));
+                                known_keys[i].signature, g_variant_get_type_string(value));
                     g_variant_unref(value);
                     return FALSE;
                 }

@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "activity-keys.h"
+
 #define MANAGER_PATH "/org/example/BenchPeer"
 #define MANAGER_INTERFACE "org.example.BenchPeer"
 #define ACTIVITY_INTERFACE "org.example.BenchPeer.Activity"
@@ -30,31 +32,6 @@
 #define MAX_TEXT_BYTES 1024
 #define MAX_DEPTH 32
 
-/* The activity keys of the contract and their D-Bus types. */
-static const struct {
-    const char *key;
-    const char *signature;
-} known_keys[] = {
-    {"app-id", "s"},
-    {"title", "s"},
-    {"user-info", "a{sv}"},
-    {"required-user-info-keys", "as"},
-    {"keywords", "as"},
-    {"content-description", "s"},
-    {"content-attributes", "a{sv}"},
-    {"webpage-url", "s"},
-    {"referrer-url", "s"},
-    {"target-content-identifier", "s"},
-    {"persistent-identifier", "s"},
-    {"expiration-date", "x"},
-    {"eligible-for-handoff", "b"},
-    {"eligible-for-search", "b"},
-    {"eligible-for-public-indexing", "b"},
-    {"eligible-for-prediction", "b"},
-    {"suggested-invocation-phrase", "s"},
-    {"needs-save", "b"},
-    {"supports-continuation-streams", "b"},
-};
 
 struct activity {
     uint64_t id;
