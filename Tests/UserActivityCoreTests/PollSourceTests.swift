@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: Apache-2.0
+import CGLib
+import Foundation
+import GLibSupport
+import Synchronization
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The source the libdbus bridge uses for watches: switching it on and off
+/// must take effect on the loop's thread (a rewritten record) and from any
+/// other thread (which must also wake a loop blocked in poll()).
+@Suite("PollSource")
+struct PollSourceTests {
+    /// A pipe whose read end the source watches.
+    private final class Pipe {
+        let readEnd: Int32
+        let writeEnd: Int32
+        init() throws {
+            var fds: [Int32] = [0, 0]
+            guard pipe(&fds) == 0 else { throw POSIXError(.EMFILE) }
+            readEnd = fds[0]
+            writeEnd = fds[1]
+        }
+        func write() { var byte: UInt8 = 1; _ = Glibc.write(writeEnd, &byte, 1) }
+        func drain() { var buffer = [UInt8](repeating: 0, count: 64); _ = read(readEnd, &buffer, buffer.count) }
+        deinit { close(readEnd); close(writeEnd) }
+    }
+
+    @Test("Disabled sources do not fire; enabling on the loop's own thread takes effect")
+    func onTheLoopThread() throws {
+        let pipe = try Pipe()
+        let loop = MainLoop.withNewContext()
+        var fired = 0
+        let source = loop.pollSource(pipe.readEnd, condition: G_IO_IN, enabled: false) { _ in
+            fired += 1
+            pipe.drain()
+            return true
+        }
+        pipe.write()
+        loop.withThreadDefault {
+            let acquired = g_main_context_acquire(loop.context)
+            defer { if acquired != 0 { g_main_context_release(loop.context) } }
+            for _ in 0..<5 { loop.iterate(mayBlock: false) }
+            #expect(fired == 0, "a disabled source must not fire")
+            #expect(loop.isOwnedByCurrentThread)
+            source.update(enabled: true, condition: G_IO_IN)
+            for _ in 0..<5 where fired == 0 { loop.iterate(mayBlock: false) }
+            #expect(fired == 1)
+            source.update(enabled: false, condition: G_IO_IN)
+            pipe.write()
+            for _ in 0..<5 { loop.iterate(mayBlock: false) }
+            #expect(fired == 1, "disabled again")
+            source.cancel()
+        }
+    }
+
+    @Test("Enabling from another thread wakes a loop blocked in poll()")
+    func fromAnotherThread() throws {
+        let pipe = try Pipe()
+        let loop = MainLoop.withNewContext()
+        let fired = Atomic<Int>(0)
+        let source = loop.pollSource(pipe.readEnd, condition: G_IO_IN, enabled: false) { _ in
+            fired.add(1, ordering: .relaxed)
+            pipe.drain()
+            loop.quit()
+            return true
+        }
+        pipe.write()  // readable, but not polled yet
+        // The loop runs on its own thread; this test only touches it to enable the source.
+        nonisolated(unsafe) let runningLoop = loop
+        let thread = Thread { runningLoop.withThreadDefault { runningLoop.run() } }
+        thread.start()
+        usleep(200_000)  // let the loop block in poll() with nothing enabled
+        #expect(fired.load(ordering: .relaxed) == 0)
+        source.update(enabled: true, condition: G_IO_IN)  // not the owner: must wake it
+        let deadline = Date().addingTimeInterval(5)
+        while fired.load(ordering: .relaxed) == 0 && Date() < deadline { usleep(5_000) }
+        #expect(fired.load(ordering: .relaxed) == 1, "the blocked loop never saw the enabled source")
+        if fired.load(ordering: .relaxed) == 0 { loop.quit() }
+        while !thread.isFinished { usleep(1_000) }
+        source.cancel()
+    }
+}
