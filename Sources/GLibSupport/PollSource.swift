@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import CGLib
+import Synchronization
 
 /// A file-descriptor source whose descriptor and condition can be switched on
 /// and off cheaply: the `GPollFD` it polls lives in the source's own memory,
@@ -22,18 +23,42 @@ public final class PollSource {
     private let fileDescriptor: Int32
     private var isPolled = true
 
+    /// A change asked for by a thread that does not run the loop; the loop's
+    /// thread applies it in `prepare`, so only that thread ever touches the
+    /// record GLib polls.
+    private final class Handoff: Sendable {
+        let pending = Mutex<GPollFD?>(nil)
+    }
+
     /// The `GPollFD` stored right behind the `GSource` header, so it lives
     /// exactly as long as the source.
     private static func pollRecord(of source: UnsafeMutablePointer<GSource>) -> UnsafeMutablePointer<GPollFD> {
         (UnsafeMutableRawPointer(source) + MemoryLayout<GSource>.stride).assumingMemoryBound(to: GPollFD.self)
     }
 
+    /// The retained ``Handoff`` stored behind the record (released in `finalize`).
+    private static func handoffSlot(of source: UnsafeMutablePointer<GSource>) -> UnsafeMutablePointer<UnsafeMutableRawPointer> {
+        (UnsafeMutableRawPointer(source) + MemoryLayout<GSource>.stride + MemoryLayout<GPollFD>.stride)
+            .assumingMemoryBound(to: UnsafeMutableRawPointer.self)
+    }
+
+    private static func handoff(of source: UnsafeMutablePointer<GSource>) -> Handoff {
+        Unmanaged<Handoff>.fromOpaque(handoffSlot(of: source).pointee).takeUnretainedValue()
+    }
+
     /// Written once, then only read by GLib.
     nonisolated(unsafe) private static let functions: UnsafeMutablePointer<GSourceFuncs> = {
         let functions = UnsafeMutablePointer<GSourceFuncs>.allocate(capacity: 1)
         var table = GSourceFuncs()
-        table.prepare = { _, timeout in
+        table.prepare = { source, timeout in
             timeout?.pointee = -1
+            // GLib reads the record after every source has prepared (query).
+            if let change = PollSource.handoff(of: source!).pending.withLock({ pending in
+                defer { pending = nil }
+                return pending
+            }) {
+                PollSource.pollRecord(of: source!).pointee = change
+            }
             return CGLIB_FALSE
         }
         table.check = { source in
@@ -47,14 +72,18 @@ public final class PollSource {
             let box = Unmanaged<FDCallbackBox>.fromOpaque(userData!).takeUnretainedValue()
             return box.action(GIOCondition(rawValue: UInt32(record.revents))) ? CGLIB_SOURCE_CONTINUE : CGLIB_SOURCE_REMOVE
         }
+        table.finalize = { source in
+            Unmanaged<Handoff>.fromOpaque(PollSource.handoffSlot(of: source!).pointee).release()
+        }
         functions.initialize(to: table)
         return functions
     }()
 
     init(fileDescriptor: Int32, condition: GIOCondition, enabled: Bool, context: OpaquePointer,
          action: @escaping (GIOCondition) -> Bool) {
-        let size = MemoryLayout<GSource>.stride + MemoryLayout<GPollFD>.stride
+        let size = MemoryLayout<GSource>.stride + MemoryLayout<GPollFD>.stride + MemoryLayout<UnsafeMutableRawPointer>.stride
         source = g_source_new(Self.functions, guint(size))
+        Self.handoffSlot(of: source).initialize(to: Unmanaged.passRetained(Handoff()).toOpaque())
         self.context = context
         self.fileDescriptor = fileDescriptor
         let record = Self.pollRecord(of: source)
@@ -77,22 +106,24 @@ public final class PollSource {
     /// Starts or stops polling, or changes what is polled for.
     ///
     /// On the thread running the context this only rewrites the record (GLib
-    /// reads it before its next `poll()`). From any other thread the record is
-    /// detached, rewritten and attached again under the context's lock, which
-    /// also wakes a `poll()` in progress so the change is not missed.
+    /// reads it before its next `poll()`). Any other thread hands the change
+    /// to the loop's thread, which applies it before its next `poll()`, and
+    /// wakes a `poll()` in progress so the change is not missed.
     public func update(enabled: Bool, condition: GIOCondition) {
         guard isPolled else { return }
-        let record = Self.pollRecord(of: source)
-        let fd = enabled ? fileDescriptor : -1
-        let events = enabled ? gushort(condition.rawValue) : 0
-        if record.pointee.fd == fd && record.pointee.events == events { return }
+        let wanted = GPollFD(fd: enabled ? fileDescriptor : -1, events: enabled ? gushort(condition.rawValue) : 0, revents: 0)
+        let handoff = Self.handoff(of: source)
         if g_main_context_is_owner(context) != 0 {
-            record.pointee.fd = fd
-            record.pointee.events = events
+            // A change handed over earlier is older than this one.
+            handoff.pending.withLock { $0 = nil }
+            let record = Self.pollRecord(of: source)
+            if record.pointee.fd != wanted.fd || record.pointee.events != wanted.events {
+                record.pointee.fd = wanted.fd
+                record.pointee.events = wanted.events
+            }
         } else {
-            g_source_remove_poll(source, record)
-            record.pointee = GPollFD(fd: fd, events: events, revents: 0)
-            g_source_add_poll(source, record)
+            handoff.pending.withLock { $0 = wanted }
+            g_main_context_wakeup(context)
         }
     }
 
