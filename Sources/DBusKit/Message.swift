@@ -101,6 +101,9 @@ public final class Message: @unchecked Sendable {
     public var serial: UInt32 { dbus_message_get_serial(pointer) }
     public var replySerial: UInt32 { dbus_message_get_reply_serial(pointer) }
 
+    /// Whether the message carries Unix file descriptors (its values then hold duplicates to close).
+    public var carriesFileDescriptors: Bool { dbus_message_contains_unix_fds(pointer) != 0 }
+
     public var expectsReply: Bool {
         get { dbus_message_get_no_reply(pointer) == 0 }
         set { dbus_message_set_no_reply(pointer, newValue ? 0 : 1) }

@@ -85,6 +85,33 @@ public struct ActivityProperties: Sendable, Equatable {
         }
     }
 
+    /// Whether `field` holds its default value (the value of a fresh
+    /// `ActivityProperties()`), without building the `TypedValue`s that
+    /// comparing `value(of:)` would.
+    public func hasDefaultValue(_ field: ActivityField) -> Bool {
+        switch field {
+        case .title: return title.isEmpty
+        case .userInfo: return userInfo.isEmpty
+        case .requiredUserInfoKeys: return requiredUserInfoKeys.isEmpty
+        case .keywords: return keywords.isEmpty
+        case .contentDescription: return contentDescription.isEmpty
+        case .contentAttributes: return contentAttributes.isEmpty
+        case .webpageURL: return webpageURL.isEmpty
+        case .referrerURL: return referrerURL.isEmpty
+        case .targetContentIdentifier: return targetContentIdentifier.isEmpty
+        case .persistentIdentifier: return persistentIdentifier.isEmpty
+        case .expirationDate: return expirationDate == 0
+        case .eligibleForHandoff: return eligibleForHandoff
+        case .eligibleForSearch: return !eligibleForSearch
+        case .eligibleForPublicIndexing: return !eligibleForPublicIndexing
+        case .eligibleForPrediction: return !eligibleForPrediction
+        case .suggestedInvocationPhrase: return suggestedInvocationPhrase.isEmpty
+        case .needsSave: return !needsSave
+        case .supportsContinuationStreams: return !supportsContinuationStreams
+        case .activityType, .appID, .current: return true
+        }
+    }
+
     /// The user info trimmed to the required keys, when any are set (what saved copies keep).
     public var savedUserInfo: [(key: String, value: TypedValue)] {
         guard !requiredUserInfoKeys.isEmpty else { return userInfo }

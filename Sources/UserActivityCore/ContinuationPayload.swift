@@ -70,12 +70,9 @@ public struct ContinuationPayload: Sendable {
         if let publisher { pairs.append(("app-id", .string(publisher))) }
         for field in ActivityField.allCases {
             guard let key = field.key, field != .activityType, field != .appID else { continue }
-            let value = properties.value(of: field)
-            if field != .title && field != .userInfo && value.isIdentical(to: Self.defaults.value(of: field)) { continue }
-            pairs.append((key, value))
+            if field != .title && field != .userInfo && properties.hasDefaultValue(field) { continue }
+            pairs.append((key, properties.value(of: field)))
         }
         return .stringVariantDictionary(pairs)
     }
-
-    private static let defaults = ActivityProperties()
 }

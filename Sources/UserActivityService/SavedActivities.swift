@@ -32,11 +32,9 @@ final class SavedActivities {
     static func savedProperties(_ properties: ActivityProperties) -> TypedValue {
         var trimmed = properties
         trimmed.userInfo = properties.savedUserInfo
-        let defaults = ActivityProperties()
         let fields = ActivityField.allCases.filter { $0.key != nil && $0 != .activityType && $0 != .appID }
         return .stringVariantDictionary(fields.compactMap { field in
-            let value = trimmed.value(of: field)
-            return value.isIdentical(to: defaults.value(of: field)) ? nil : (field.key!, value)
+            trimmed.hasDefaultValue(field) ? nil : (field.key!, trimmed.value(of: field))
         })
     }
 

@@ -301,7 +301,7 @@ public final class UserActivityService {
             return true
         }
         // No method takes a file descriptor, but a variant can carry one.
-        TypedValue.closeFileDescriptors(in: arguments)
+        if message.carriesFileDescriptors { TypedValue.closeFileDescriptors(in: arguments) }
         handler(self)(Invocation(message: message, arguments: arguments, activityID: activityID, bus: bus))
         return true
     }

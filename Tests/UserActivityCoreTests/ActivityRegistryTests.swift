@@ -232,3 +232,30 @@ private let viewer = "com.example.Viewer"
         #expect(throws: UserActivityError.self) { try SearchOptions.parse([("sort", .string("x"))]) }
     }
 }
+
+@Suite struct DefaultValues {
+    /// A value for every field that differs from its default.
+    private static let everyFieldSet: [(String, TypedValue)] = [
+        ("title", .string("T")), ("user-info", .stringVariantDictionary([("k", .uint32(1))])),
+        ("required-user-info-keys", .stringArray(["k"])), ("keywords", .stringArray(["w"])),
+        ("content-description", .string("d")), ("content-attributes", .stringVariantDictionary([("a", .boolean(true))])),
+        ("webpage-url", .string("https://example.com")), ("referrer-url", .string("https://example.org")),
+        ("target-content-identifier", .string("t")), ("persistent-identifier", .string("p")),
+        ("expiration-date", .int64(4_000_000_000_000_000)), ("eligible-for-handoff", .boolean(false)),
+        ("eligible-for-search", .boolean(true)), ("eligible-for-public-indexing", .boolean(true)),
+        ("eligible-for-prediction", .boolean(true)), ("suggested-invocation-phrase", .string("s")),
+        ("needs-save", .boolean(true)), ("supports-continuation-streams", .boolean(true)),
+    ]
+
+    @Test("hasDefaultValue agrees with comparing value(of:) to a fresh ActivityProperties, field by field")
+    func agreesWithValueComparison() throws {
+        let defaults = ActivityProperties()
+        let changed = try ActivityPatch.parse(Self.everyFieldSet, allowsAppIDClaim: false)
+            .applied(to: defaults, limits: .standard)
+        for field in ActivityField.allCases where field.key != nil && field != .activityType && field != .appID {
+            #expect(defaults.hasDefaultValue(field), "\(field)")
+            #expect(!changed.hasDefaultValue(field), "\(field) was set but counts as default")
+            #expect(changed.hasDefaultValue(field) == changed.value(of: field).isIdentical(to: defaults.value(of: field)), "\(field)")
+        }
+    }
+}
