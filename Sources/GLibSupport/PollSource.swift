@@ -63,9 +63,10 @@ public final class PollSource {
         }
         table.check = { source in
             let record = PollSource.pollRecord(of: source!).pointee
-            // A disabled record has fd -1, which poll() skips and reports nothing for.
+            // A disabled record asks for nothing, but poll() still reports errors and hang-ups on it.
+            guard record.events != 0 else { return CGLIB_FALSE }
             let wanted = UInt16(record.events) | UInt16(G_IO_ERR.rawValue | G_IO_HUP.rawValue | G_IO_NVAL.rawValue)
-            return record.fd >= 0 && (record.revents & wanted) != 0 ? CGLIB_TRUE : CGLIB_FALSE
+            return (record.revents & wanted) != 0 ? CGLIB_TRUE : CGLIB_FALSE
         }
         table.dispatch = { source, _, userData in
             let record = PollSource.pollRecord(of: source!).pointee
@@ -87,8 +88,7 @@ public final class PollSource {
         self.context = context
         self.fileDescriptor = fileDescriptor
         let record = Self.pollRecord(of: source)
-        record.initialize(to: GPollFD(fd: enabled ? fileDescriptor : -1,
-                                      events: enabled ? gushort(condition.rawValue) : 0, revents: 0))
+        record.initialize(to: Self.record(fileDescriptor, enabled: enabled, condition: condition))
         g_source_add_poll(source, record)
         let box = Unmanaged.passRetained(FDCallbackBox(action)).toOpaque()
         // GLib only hands the function and data back to `dispatch`, which uses the data alone.
@@ -111,20 +111,29 @@ public final class PollSource {
     /// wakes a `poll()` in progress so the change is not missed.
     public func update(enabled: Bool, condition: GIOCondition) {
         guard isPolled else { return }
-        let wanted = GPollFD(fd: enabled ? fileDescriptor : -1, events: enabled ? gushort(condition.rawValue) : 0, revents: 0)
+        let wanted = Self.record(fileDescriptor, enabled: enabled, condition: condition)
         let handoff = Self.handoff(of: source)
         if g_main_context_is_owner(context) != 0 {
             // A change handed over earlier is older than this one.
             handoff.pending.withLock { $0 = nil }
             let record = Self.pollRecord(of: source)
-            if record.pointee.fd != wanted.fd || record.pointee.events != wanted.events {
-                record.pointee.fd = wanted.fd
-                record.pointee.events = wanted.events
-            }
+            if record.pointee.events != wanted.events { record.pointee.events = wanted.events }
         } else {
             handoff.pending.withLock { $0 = wanted }
             g_main_context_wakeup(context)
         }
+    }
+
+    /// What GLib polls for this source. The descriptor never changes, only the
+    /// events: GLib keeps a context's records sorted by descriptor when they
+    /// are added and relies on that order when it hands poll() results back
+    /// (`g_main_context_check` asserts it), so a record switched off by
+    /// writing fd -1 and on again would land out of order. A disabled record
+    /// asks for no events; poll() can still report an error or hang-up on it,
+    /// which `check` ignores. (For a libdbus connection that only lasts until
+    /// the enabled read watch on the same descriptor sees the hang-up.)
+    private static func record(_ fileDescriptor: Int32, enabled: Bool, condition: GIOCondition) -> GPollFD {
+        GPollFD(fd: fileDescriptor, events: enabled ? gushort(condition.rawValue) : 0, revents: 0)
     }
 
     /// Stops the source; its action never runs again.

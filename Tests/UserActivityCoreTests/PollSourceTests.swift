@@ -56,6 +56,43 @@ struct PollSourceTests {
         }
     }
 
+    @Test("Switching a source on and off keeps GLib's poll set sorted by descriptor")
+    func pollSetStaysSorted() throws {
+        let loop = MainLoop.withNewContext()  // its wake-up descriptor is the lowest here
+        let below = try Pipe()
+        let toggled = try Pipe()
+        let above = try Pipe()
+        var firedBelow = 0, firedToggled = 0, firedAbove = 0
+        let sources = [
+            loop.pollSource(below.readEnd, condition: G_IO_IN) { _ in firedBelow += 1; below.drain(); return true },
+            loop.pollSource(toggled.readEnd, condition: G_IO_IN, enabled: false) { _ in firedToggled += 1; toggled.drain(); return true },
+            loop.pollSource(above.readEnd, condition: G_IO_IN) { _ in firedAbove += 1; above.drain(); return true },
+        ]
+        loop.withThreadDefault {
+            let acquired = g_main_context_acquire(loop.context)
+            defer { if acquired != 0 { g_main_context_release(loop.context) } }
+            for round in 0..<3 {
+                sources[1].update(enabled: round != 1, condition: G_IO_IN)
+                // What g_main_context_check will walk: it must ascend strictly.
+                var maxPriority: gint = 0
+                _ = g_main_context_prepare(loop.context, &maxPriority)
+                var timeout: gint = 0
+                var fds = [GPollFD](repeating: GPollFD(), count: 16)
+                let count = Int(g_main_context_query(loop.context, maxPriority, &timeout, &fds, gint(fds.count)))
+                let polled = fds.prefix(count).map(\.fd)
+                #expect(polled == polled.sorted() && Set(polled).count == polled.count, "poll set \(polled)")
+                #expect(polled.contains(toggled.readEnd), "the descriptor stays in the set, enabled or not")
+                _ = g_main_context_check(loop.context, maxPriority, &fds, gint(count))
+                g_main_context_dispatch(loop.context)
+                below.write(); toggled.write(); above.write()
+                for _ in 0..<5 { loop.iterate(mayBlock: false) }
+            }
+            #expect(firedBelow == 3 && firedAbove == 3)
+            #expect(firedToggled == 2, "fires in the two rounds it is enabled; the byte of the disabled round waits")
+            for source in sources { source.cancel() }
+        }
+    }
+
     @Test("Enabling from another thread wakes a loop blocked in poll()")
     func fromAnotherThread() throws {
         let pipe = try Pipe()
