@@ -15,6 +15,9 @@ import TypedValues
 public final class Connection: @unchecked Sendable {
     let pointer: OpaquePointer
     private var handlerBoxes: [AnyObject] = []
+    /// Replies awaited by `callAsync`, once a main loop drives the connection
+    /// (set by `attach(to:)`, before any call is made through it).
+    private var replyTable: ReplyTable?
 
     private init(pointer: OpaquePointer) {
         self.pointer = pointer
@@ -104,6 +107,17 @@ public final class Connection: @unchecked Sendable {
     /// (an error reply arrives as a failure).
     public func callAsync(_ message: Message, timeoutMilliseconds: Int32,
                           completion: @escaping (Result<Message, DBusFailure>) -> Void) {
+        if let replyTable {
+            guard isConnected, replyTable.send(message, on: pointer, timeoutMilliseconds: timeoutMilliseconds,
+                                               completion: completion)
+            else {
+                completion(.failure(DBusFailure(name: "org.freedesktop.DBus.Error.Disconnected",
+                                                message: "the connection is closed", function: "dbus_connection_send")))
+                return
+            }
+            return
+        }
+        // Without a main loop nothing would run a deadline: libdbus keeps the pending call.
         var pending: OpaquePointer?
         guard dbus_connection_send_with_reply(pointer, message.pointer, &pending, timeoutMilliseconds) != 0,
               let pending
@@ -139,6 +153,30 @@ public final class Connection: @unchecked Sendable {
     @discardableResult
     public func readWriteDispatch(timeoutMilliseconds: Int32) -> Bool {
         dbus_connection_read_write_dispatch(pointer, timeoutMilliseconds) != 0
+    }
+
+    /// From `attach(to:)`: replies to `callAsync` are matched here from now on;
+    /// `armTimer` runs a function once on the main loop after a delay.
+    func trackReplies(armTimer: @escaping (_ milliseconds: Int32, _ fire: @escaping () -> Void) -> Void) throws(DBusFailure) {
+        guard replyTable == nil else { return }
+        let table = ReplyTable(armTimer: armTimer)
+        let added = dbus_connection_add_filter(pointer, { _, raw, data in
+            let table = Unmanaged<ReplyTable>.fromOpaque(data!).takeUnretainedValue()
+            switch dbus_message_get_type(raw) {
+            case DBUS_MESSAGE_TYPE_METHOD_RETURN, DBUS_MESSAGE_TYPE_ERROR:
+                return table.complete(with: Message(retaining: raw!)) ? DBUS_HANDLER_RESULT_HANDLED : DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+            case DBUS_MESSAGE_TYPE_SIGNAL where dbus_message_is_signal(raw, "org.freedesktop.DBus.Local", "Disconnected") != 0:
+                table.failAll(DBusFailure(name: "org.freedesktop.DBus.Error.Disconnected",
+                                          message: "the connection to the bus was closed before the reply arrived"))
+                return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+            default:
+                return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+            }
+        }, Unmanaged.passRetained(table).toOpaque(), { raw in
+            if let raw { Unmanaged<ReplyTable>.fromOpaque(raw).release() }
+        })
+        try dbusRequireMemory(added, "dbus_connection_add_filter")
+        replyTable = table
     }
 
     // MARK: Receiving

@@ -14,6 +14,10 @@ public protocol MainLoopIntegration: AnyObject {
     func remove(_ timeout: Timeout)
     func toggled(_ timeout: Timeout)
     func dispatchStatusChanged(dataRemains: Bool)
+    /// Calls `fire` once, on the loop's thread, after `milliseconds`: the
+    /// deadlines of ``Connection/callAsync(_:timeoutMilliseconds:completion:)``.
+    /// May be called from any thread.
+    func after(milliseconds: Int32, _ fire: @escaping () -> Void)
 }
 
 /// A file descriptor libdbus wants watched.
@@ -138,6 +142,8 @@ extension Connection {
             },
             Unmanaged.passRetained(box).toOpaque(),
             { raw in if let raw { Unmanaged<IntegrationContext>.fromOpaque(raw).release() } })
+
+        try trackReplies { [weak integration] milliseconds, fire in integration?.after(milliseconds: milliseconds, fire) }
 
         if dbus_connection_get_dispatch_status(pointer) == DBUS_DISPATCH_DATA_REMAINS {
             integration.dispatchStatusChanged(dataRemains: true)

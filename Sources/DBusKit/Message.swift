@@ -123,13 +123,17 @@ public final class Message: @unchecked Sendable {
 
     /// Decodes every argument of the body.
     public func arguments() throws(DBusFailure) -> [TypedValue] {
-        if let decoded = decodedFromBytes() { return decoded }
+        let signature = self.signature
+        if signature.isEmpty { return [] }
+        // One basic value (a handler's `b`, a `s` reply): reading it in place
+        // costs less than copying the message out to decode it.
+        if signature.utf8.count == 1 && signature != "v" { return try argumentsThroughIterators() }
+        if let decoded = decodedFromBytes(signature: signature) { return decoded }
         return try argumentsThroughIterators()
     }
 
     /// The arguments read from a copy of the message's bytes (see ``WireDecoder``); nil when it declines.
-    func decodedFromBytes() -> [TypedValue]? {
-        let signature = self.signature
+    func decodedFromBytes(signature: String) -> [TypedValue]? {
         if signature.isEmpty { return [] }
         var bytes: UnsafeMutablePointer<CChar>?
         var length: Int32 = 0

@@ -227,17 +227,17 @@ struct WireHeader {
         let lengthOffset = message.bytes.count - 4
         message.pad(to: 8)
         let fieldsStart = message.bytes.count
-        func string(_ code: UInt8, _ typeCode: Character, _ value: String?) throws(WireEncoder.Refusal) {
+        func string(_ code: UInt8, _ typeCode: UInt8, _ value: String?) throws(WireEncoder.Refusal) {
             guard let value else { return }
-            try message.appendHeaderField(code, typeCode: typeCode.asciiValue!) { (encoder) throws(WireEncoder.Refusal) in
+            try message.appendHeaderField(code, typeCode: typeCode) { (encoder) throws(WireEncoder.Refusal) in
                 try encoder.appendString(value)
             }
         }
-        try string(1, "o", path)
-        try string(6, "s", destination)
-        try string(2, "s", interface)
-        try string(3, "s", member)
-        try string(4, "s", errorName)
+        try string(1, UInt8(ascii: "o"), path)
+        try string(6, UInt8(ascii: "s"), destination)
+        try string(2, UInt8(ascii: "s"), interface)
+        try string(3, UInt8(ascii: "s"), member)
+        try string(4, UInt8(ascii: "s"), errorName)
         if let replySerial {
             try message.appendHeaderField(5, typeCode: UInt8(ascii: "u")) { encoder in encoder.append(replySerial) }
         }

@@ -108,7 +108,9 @@ public final class MainLoop {
 }
 
 /// An attached `GSource`; cancelled when cancelled explicitly or released.
-public final class GLibSource {
+/// Sendable: `g_source_destroy`, `g_source_is_destroyed` and `g_source_unref`
+/// may be called from any thread.
+public final class GLibSource: @unchecked Sendable {
     private let source: UnsafeMutablePointer<GSource>
 
     /// Takes over the caller's reference to `source` and attaches it.

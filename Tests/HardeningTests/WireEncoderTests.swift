@@ -90,7 +90,7 @@ struct WireEncoderTests {
             let message = Message.methodCall(destination: ":1.1", path: "/a", interface: "a.b", member: "C")
             try message.append(arguments)
             let viaIterators = try message.argumentsThroughIterators()
-            guard let fromBytes = message.decodedFromBytes() else {
+            guard let fromBytes = message.decodedFromBytes(signature: message.signature) else {
                 Issue.record("the decoder declined \(message.signature)")
                 continue
             }
@@ -102,6 +102,6 @@ struct WireEncoderTests {
         // Descriptors are left to libdbus, which duplicates them out of the message.
         let withDescriptor = Message.methodCall(destination: nil, path: "/a", interface: "a.b", member: "C")
         try withDescriptor.append([.unixFD(0)])
-        #expect(withDescriptor.decodedFromBytes() == nil)
+        #expect(withDescriptor.decodedFromBytes(signature: withDescriptor.signature) == nil)
     }
 }

@@ -206,10 +206,12 @@ final class ContinuationService {
     /// Ends a continuation with its app's ID; a live origin hears `Continued`.
     func succeed(_ continuation: PendingContinuation, app: String) {
         guard !continuation.isFinished else { return }
-        close(continuation)
+        // The caller is waiting: answer first, then tidy up.
         continuation.invocation.reply([.string(app)])
-        // Logged after the reply: the caller need not wait for the journal.
-        log.info("activity continued", metadata: ["continuation": "\(continuation.summary)", "by": "\(app)"])
+        close(continuation)
+        // Debug, not info: a line in the journal for every activity the user
+        // continues would be a record of what they did (and a write per call).
+        log.debug("activity continued", metadata: ["continuation": "\(continuation.summary)", "by": "\(app)"])
         if let originID = continuation.originID, registry.activity(originID) != nil {
             do {
                 bus.send(try Message.signal(path: UserActivityService.path(of: originID),

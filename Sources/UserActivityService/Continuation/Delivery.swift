@@ -24,21 +24,22 @@ extension ContinuationService {
             openWebpage(continuation, url: url)
         case .app(let app, let route):
             continuation.app = app
-            armDeadline(continuation)
+            continuation.deadline = now() + Int64(continuation.options.timeoutMilliseconds) * 1000
             log.debug("continuation planned", metadata: ["continuation": "\(continuation.summary)", "route": "\(route)"])
             switch route {
             case .handler: deliverToHandler(continuation)
             case .dbusActivation: activate(continuation, app: app)
             case .launch(let path): launch(continuation, app: app, desktopFile: path)
             }
+            // After the first message is on its way: the timer only matters later.
+            if !continuation.isFinished { armDeadline(continuation) }
         }
     }
 
     // MARK: Deadline
 
     private func armDeadline(_ continuation: PendingContinuation) {
-        let milliseconds = continuation.options.timeoutMilliseconds
-        continuation.deadline = now() + Int64(milliseconds) * 1000
+        let milliseconds = UInt32(clamping: max(0, continuation.deadline - now()) / 1000 + 1)
         continuation.timer = service.loop.after(milliseconds: milliseconds) { [unowned self] in
             continuation.timer = nil
             deadlinePassed(continuation)
