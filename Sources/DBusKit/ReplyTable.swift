@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
 import CDBus
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -21,7 +20,7 @@ final class ReplyTable: @unchecked Sendable {
         let deadline: UInt64
     }
 
-    private let lock = Mutex(())
+    private let lock = ThreadLock()
     private var waiting: [UInt32: Waiting] = [:]
     /// The deadline a main-loop timer is armed for, if any.
     private var armedDeadline: UInt64?
@@ -44,7 +43,7 @@ final class ReplyTable: @unchecked Sendable {
               completion: @escaping (Result<Message, DBusFailure>) -> Void) -> Bool {
         let milliseconds = timeoutMilliseconds < 0 ? Int32(25_000) : timeoutMilliseconds
         let deadline = Self.monotonicNanoseconds() + UInt64(milliseconds) * 1_000_000
-        let needsTimer = lock.withLock { _ -> Bool in
+        let needsTimer = lock.withLock { () -> Bool in
             var serial: UInt32 = 0
             guard dbus_connection_send(connection, message.pointer, &serial) != 0 else { return false }
             waiting[serial] = Waiting(completion: completion, deadline: deadline)
@@ -63,7 +62,7 @@ final class ReplyTable: @unchecked Sendable {
     /// Completes the call `reply` answers, if it is one of ours.
     func complete(with reply: Message) -> Bool {
         let serial = reply.replySerial
-        guard let entry = lock.withLock({ _ in waiting.removeValue(forKey: serial) }) else { return false }
+        guard let entry = lock.withLock({ waiting.removeValue(forKey: serial) }) else { return false }
         if reply.kind == .error {
             let text = (try? reply.arguments())?.first?.stringValue ?? ""
             entry.completion(.failure(DBusFailure(name: reply.errorName ?? DBusFailure.failed, message: text)))
@@ -76,7 +75,7 @@ final class ReplyTable: @unchecked Sendable {
     /// Fails every call whose deadline has passed, then arms the timer for the next one.
     private func deadlinePassed(_ deadline: UInt64) {
         let now = Self.monotonicNanoseconds()
-        let (expired, next) = lock.withLock { _ -> ([Waiting], UInt64?) in
+        let (expired, next) = lock.withLock { () -> ([Waiting], UInt64?) in
             if armedDeadline == deadline { armedDeadline = nil }
             let due = waiting.filter { $0.value.deadline <= now }
             for serial in due.keys { waiting.removeValue(forKey: serial) }
@@ -96,7 +95,7 @@ final class ReplyTable: @unchecked Sendable {
 
     /// Fails every waiting call: the connection is gone.
     func failAll(_ failure: DBusFailure) {
-        let all = lock.withLock { _ -> [Waiting] in
+        let all = lock.withLock { () -> [Waiting] in
             defer { waiting.removeAll() }
             return Array(waiting.values)
         }

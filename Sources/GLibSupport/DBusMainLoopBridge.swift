@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import CGLib
 import DBusKit
-import Synchronization
 
 /// Drives a libdbus ``Connection`` from a ``MainLoop``: each watch becomes a
 /// ``PollSource`` (toggling it rewrites what is polled, no source churn), each
@@ -22,7 +21,8 @@ public final class DBusMainLoopBridge: MainLoopIntegration {
     /// Watches being handled on the loop's thread (only touched there).
     private var watchesInProgress = 0
     /// The timer for the connection's earliest reply deadline (armed from any thread).
-    private let replyTimer = Mutex<GLibSource?>(nil)
+    private var replyTimer: GLibSource?
+    private let replyTimerLock = ThreadLock()
 
     private init(loop: MainLoop, connection: Connection) {
         self.loop = loop
@@ -103,7 +103,7 @@ public final class DBusMainLoopBridge: MainLoopIntegration {
         let timer = loop.after(milliseconds: UInt32(max(0, milliseconds)), fire)
         // The connection only asks again for an earlier deadline, and asks
         // anew after each one passes, so the timer this replaces can go.
-        replyTimer.withLock { $0 = timer }
+        replyTimerLock.withLock { replyTimer = timer }
     }
 
     // MARK: Dispatch

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import CGLib
-import Synchronization
+import DBusKit
 
 /// A file-descriptor source whose descriptor and condition can be switched on
 /// and off cheaply: the `GPollFD` it polls lives in the source's own memory,
@@ -26,8 +26,17 @@ public final class PollSource {
     /// A change asked for by a thread that does not run the loop; the loop's
     /// thread applies it in `prepare`, so only that thread ever touches the
     /// record GLib polls.
-    private final class Handoff: Sendable {
-        let pending = Mutex<GPollFD?>(nil)
+    private final class Handoff: @unchecked Sendable {
+        private let lock = ThreadLock()
+        private var pending: GPollFD?
+
+        func hand(_ change: GPollFD?) { lock.withLock { pending = change } }
+        func take() -> GPollFD? {
+            lock.withLock {
+                defer { pending = nil }
+                return pending
+            }
+        }
     }
 
     /// The `GPollFD` stored right behind the `GSource` header, so it lives
@@ -53,10 +62,7 @@ public final class PollSource {
         table.prepare = { source, timeout in
             timeout?.pointee = -1
             // GLib reads the record after every source has prepared (query).
-            if let change = PollSource.handoff(of: source!).pending.withLock({ pending in
-                defer { pending = nil }
-                return pending
-            }) {
+            if let change = PollSource.handoff(of: source!).take() {
                 PollSource.pollRecord(of: source!).pointee = change
             }
             return CGLIB_FALSE
@@ -115,11 +121,11 @@ public final class PollSource {
         let handoff = Self.handoff(of: source)
         if g_main_context_is_owner(context) != 0 {
             // A change handed over earlier is older than this one.
-            handoff.pending.withLock { $0 = nil }
+            handoff.hand(nil)
             let record = Self.pollRecord(of: source)
             if record.pointee.events != wanted.events { record.pointee.events = wanted.events }
         } else {
-            handoff.pending.withLock { $0 = wanted }
+            handoff.hand(wanted)
             g_main_context_wakeup(context)
         }
     }
