@@ -142,14 +142,18 @@ public struct ActivityPatch: Sendable {
     /// the spec lets a caller name its app (create, become current, donate, update).
     public static func parse(_ entries: [(String, TypedValue)], allowsAppIDClaim: Bool) throws(UserActivityError) -> ActivityPatch {
         var patch = ActivityPatch()
-        var seen = Set<String>()
+        // Keys and fields correspond one to one, and an unknown key ends the
+        // parse, so a repeated key is a repeated field (compared without hashing).
+        var seen: [ActivityField] = []
+        seen.reserveCapacity(entries.count)
         for (key, value) in entries {
-            guard seen.insert(key).inserted else {
-                throw .invalidArgument("the key '\(key)' appears twice in the properties argument; give each key once")
-            }
             guard let field = ActivityField(key: key) else {
                 throw .invalidArgument("unknown key '\(key.prefix(200))' in the properties argument; known keys: \(ActivityField.knownKeys.joined(separator: ", "))")
             }
+            guard !seen.contains(field) else {
+                throw .invalidArgument("the key '\(key)' appears twice in the properties argument; give each key once")
+            }
+            seen.append(field)
             guard value.signature == field.typeSignature else {
                 throw .invalidArgument("'\(key)' must have type '\(field.typeSignature)' but has '\(value.signature)'")
             }
@@ -211,6 +215,7 @@ public struct ActivityPatch: Sendable {
     }
 
     static func checkRequiredKeys(_ properties: ActivityProperties) throws(UserActivityError) {
+        if properties.requiredUserInfoKeys.isEmpty { return }
         let present = Set(properties.userInfo.map(\.key))
         let missing = properties.requiredUserInfoKeys.filter { !present.contains($0) }
         if !missing.isEmpty {
@@ -230,9 +235,13 @@ public struct ActivityPatch: Sendable {
     private static func dictionary(_ value: TypedValue, _ field: ActivityField, limit: Int, depthLimit: Int,
                                    tooLarge: UserActivityError.Kind) throws(UserActivityError) -> [(key: String, value: TypedValue)] {
         guard let entries = value.stringVariantEntries else { return [] }
+        // Hashing costs more than comparing a handful of keys.
         var seen = Set<String>()
-        for (key, inner) in entries {
-            guard seen.insert(key).inserted else {
+        for (index, (key, inner)) in entries.enumerated() {
+            let repeated = entries.count <= 8
+                ? entries[..<index].contains { $0.0 == key }
+                : !seen.insert(key).inserted
+            guard !repeated else {
                 throw .invalidArgument("\(field.key!) has the key '\(key.prefix(200))' twice")
             }
             if inner.contains(anyOf: ["h", "o", "g"]) {
