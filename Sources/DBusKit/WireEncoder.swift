@@ -59,6 +59,13 @@ struct WireEncoder {
         bytes.append(0)
     }
 
+    /// Overwrites the u32 at `offset` (a length known only afterwards).
+    mutating func patch(_ value: UInt32, at offset: Int) {
+        withUnsafeBytes(of: value.littleEndian) { raw in
+            for index in 0..<4 { bytes[offset + index] = raw[index] }
+        }
+    }
+
     /// An array: u32 byte length (patched afterwards), padding to the element
     /// alignment (not counted), then the elements.
     private mutating func appendArray(elementAlignment: Int, _ body: (inout WireEncoder) throws(Refusal) -> Void) throws(Refusal) {
@@ -69,9 +76,7 @@ struct WireEncoder {
         try body(&self)
         let length = bytes.count - start
         guard length < 1 << 26 else { throw Refusal() }
-        withUnsafeBytes(of: UInt32(length).littleEndian) { raw in
-            for index in 0..<4 { bytes[lengthOffset + index] = raw[index] }
-        }
+        patch(UInt32(length), at: lengthOffset)
     }
 
     mutating func append(_ value: TypedValue) throws(Refusal) {
@@ -195,23 +200,29 @@ struct WireHeader {
     /// The complete message, or nil when the encoder cannot build it. Its
     /// serial is 0, so libdbus numbers it when it is sent.
     func message(arguments: [TypedValue]) -> Message? {
-        var body = WireEncoder(capacity: 256)
         var signature: [UInt8] = []
+        for argument in arguments { WireEncoder.appendSignature(of: argument, to: &signature) }
+        guard signature.count <= 255 else { return nil }
         do {
-            for argument in arguments {
-                WireEncoder.appendSignature(of: argument, to: &signature)
-                try body.append(argument)
-            }
-            guard signature.count <= 255 else { return nil }
-            let bytes = try marshal(body: body.bytes, signature: signature)
-            return Self.demarshal(bytes)
+            // One buffer: the header, then the body right behind it. The body
+            // starts 8-aligned, so aligning to the buffer aligns to the body.
+            var message = try header(signature: signature)
+            let bodyStart = message.bytes.count
+            for argument in arguments { try message.append(argument) }
+            message.patch(UInt32(message.bytes.count - bodyStart), at: Self.bodyLengthOffset)
+            return Self.demarshal(message.bytes)
         } catch {
             return nil
         }
     }
 
-    private func marshal(body: [UInt8], signature: [UInt8]) throws(WireEncoder.Refusal) -> [UInt8] {
-        var message = WireEncoder(capacity: body.count + 160)
+    /// Where the header keeps the body's length.
+    private static let bodyLengthOffset = 4
+
+    /// The header up to and including the padding before the body; its body
+    /// length is patched once the body is written.
+    private func header(signature: [UInt8]) throws(WireEncoder.Refusal) -> WireEncoder {
+        var message = WireEncoder(capacity: 512)
         message.appendByte(UInt8(ascii: "l"))
         message.appendByte(type.rawValue)
         var flags: UInt8 = 0
@@ -219,7 +230,7 @@ struct WireHeader {
         if !allowsAutoStart { flags |= 0x2 }
         message.appendByte(flags)
         message.appendByte(1)  // protocol version
-        message.append(UInt32(body.count))
+        message.append(UInt32(0))  // the body's length, patched afterwards
         // Validation refuses serial 0; the real one is set when it is sent.
         message.append(UInt32(1))
         // Header fields: a(yv), in the order libdbus itself writes them.
@@ -248,14 +259,9 @@ struct WireHeader {
                 encoder.appendByte(0)
             }
         }
-        var bytes = message.bytes
-        withUnsafeBytes(of: UInt32(bytes.count - fieldsStart).littleEndian) { raw in
-            for index in 0..<4 { bytes[lengthOffset + index] = raw[index] }
-        }
-        bytes.reserveCapacity(bytes.count + 8 + body.count)
-        while bytes.count % 8 != 0 { bytes.append(0) }
-        bytes.append(contentsOf: body)
-        return bytes
+        message.patch(UInt32(message.bytes.count - fieldsStart), at: lengthOffset)
+        message.pad(to: 8)
+        return message
     }
 
     private static func demarshal(_ bytes: [UInt8]) -> Message? {
