@@ -18,6 +18,10 @@ final class ReplyTable: @unchecked Sendable {
         let completion: (Result<Message, DBusFailure>) -> Void
         /// CLOCK_MONOTONIC nanoseconds.
         let deadline: UInt64
+        /// Who must send the reply, when that is known from the call: a unique
+        /// name or the bus itself. Matching on the serial alone (as libdbus
+        /// pending calls do) would let any peer answer in another's place.
+        let expectedSender: String?
     }
 
     private let lock = ThreadLock()
@@ -43,10 +47,12 @@ final class ReplyTable: @unchecked Sendable {
               completion: @escaping (Result<Message, DBusFailure>) -> Void) -> Bool {
         let milliseconds = timeoutMilliseconds < 0 ? Int32(25_000) : timeoutMilliseconds
         let deadline = Self.monotonicNanoseconds() + UInt64(milliseconds) * 1_000_000
+        // A well-known name's owner is not known here; a unique name answers for itself.
+        let expectedSender = message.destination.flatMap { $0.hasPrefix(":") || $0 == "org.freedesktop.DBus" ? $0 : nil }
         let needsTimer = lock.withLock { () -> Bool in
             var serial: UInt32 = 0
             guard dbus_connection_send(connection, message.pointer, &serial) != 0 else { return false }
-            waiting[serial] = Waiting(completion: completion, deadline: deadline)
+            waiting[serial] = Waiting(completion: completion, deadline: deadline, expectedSender: expectedSender)
             guard armedDeadline.map({ deadline < $0 }) ?? true else { return false }
             armedDeadline = deadline
             return true
@@ -59,10 +65,19 @@ final class ReplyTable: @unchecked Sendable {
         armTimer(milliseconds) { [weak self] in self?.deadlinePassed(deadline) }
     }
 
-    /// Completes the call `reply` answers, if it is one of ours.
+    /// Completes the call `reply` answers, if it is one of ours and comes
+    /// from whom the call went to; anything else is left to other filters.
     func complete(with reply: Message) -> Bool {
         let serial = reply.replySerial
-        guard let entry = lock.withLock({ waiting.removeValue(forKey: serial) }) else { return false }
+        let sender = dbus_message_get_sender(reply.pointer)
+        let entry = lock.withLock { () -> Waiting? in
+            guard let entry = waiting[serial] else { return nil }
+            if let expected = entry.expectedSender {
+                guard let sender, expected.withCString({ strcmp($0, sender) == 0 }) else { return nil }
+            }
+            return waiting.removeValue(forKey: serial)
+        }
+        guard let entry else { return false }
         if reply.kind == .error {
             let text = (try? reply.arguments())?.first?.stringValue ?? ""
             entry.completion(.failure(DBusFailure(name: reply.errorName ?? DBusFailure.failed, message: text)))

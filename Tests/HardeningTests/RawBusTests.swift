@@ -125,6 +125,87 @@ struct RawBusTests {
         #expect(try daemon.daemonPID() == pid)
     }
 
+    @Test("A reply forged by another connection does not answer the daemon's call to an app's handler")
+    func forgedHandlerReplyIsIgnored() throws {
+        let daemon = try ActivatedDaemon()
+        _ = try daemon.activate()
+        // The editor's handler holds the daemon's call until told to answer (false).
+        let handler = try daemon.connect()
+        try handler.manager("RegisterApplication", [.string(UA.editor)])
+        try handler.manager("RegisterHandler", [.objectPath("/com/example/Editor/Handler")])
+        let held = HeldCalls()
+        try handler.connection.addFilter { message in
+            if message.kind == .methodReturn, message.replySerial == 4242, let sender = message.sender {
+                held.stray(from: sender)
+                return true
+            }
+            guard message.kind == .methodCall, message.member == "ContinueActivity" else { return false }
+            held.hold(message)
+            return true
+        }
+        let pump = Thread {
+            while !held.isStopped { handler.connection.readWriteDispatch(timeoutMilliseconds: 20) }
+        }
+        pump.start()
+        defer { held.stop(); while !pump.isFinished { usleep(1000) } }
+
+        let caller = try daemon.connect()
+        let outcome = HeldCalls.Box()
+        let continuing = Thread {
+            outcome.set(caller.call(UA.managerPath, UA.manager, "ContinueActivity", [
+                .string(UA.editType),
+                .stringVariantDictionary([("app-id", .string(UA.editor)), ("title", .string("Forgery target"))]),
+                .stringVariantDictionary([("timeout-ms", .uint32(8000))]),
+            ], timeoutMilliseconds: 10_000))
+        }
+        continuing.start()
+        let call = try #require(waitUntil(timeout: 10) { held.first != nil } ? held.first : nil, "the handler got no call")
+
+        // Positive control: this bus delivers unrequested replies, so the forgery below reaches the daemon.
+        let rogue = try RawBusConnection(address: daemon.bus.address)
+        try rogue.send(.methodReturn, destination: handler.uniqueName, path: nil, interface: nil, member: nil,
+                       replySerial: 4242, values: [.boolean(true)])
+        #expect(waitUntil(timeout: 5) { held.strays.contains(rogue.uniqueName) },
+                "an unrequested reply from another connection reached the handler's connection")
+
+        try rogue.send(.methodReturn, destination: try #require(call.sender), path: nil, interface: nil, member: nil,
+                       replySerial: call.serial, values: [.boolean(true)])
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(outcome.value == nil, "the forged 'true' must not finish the continuation: \(String(describing: outcome.value))")
+
+        // The real handler's answer decides.
+        handler.connection.send(try Message.methodReturn(to: call, [.boolean(false)]))
+        #expect(waitUntil(timeout: 10) { outcome.value != nil })
+        guard case .failure(let failure)? = outcome.value else {
+            Issue.record("the continuation succeeded: \(String(describing: outcome.value))")
+            return
+        }
+        #expect(failure.name == UA.error(.continuationFailed), "\(failure)")
+        while !continuing.isFinished { usleep(1000) }
+    }
+
+    /// Calls a test handler keeps unanswered, and replies nobody asked it for.
+    private final class HeldCalls: @unchecked Sendable {
+        private let lock = NSLock()
+        private var calls: [Message] = []
+        private var strayReplySenders: [String] = []
+        private var stopped = false
+
+        func hold(_ message: Message) { lock.withLock { calls.append(message) } }
+        func stray(from sender: String) { lock.withLock { strayReplySenders.append(sender) } }
+        var first: Message? { lock.withLock { calls.first } }
+        var strays: [String] { lock.withLock { strayReplySenders } }
+        var isStopped: Bool { lock.withLock { stopped } }
+        func stop() { lock.withLock { stopped = true } }
+
+        final class Box: @unchecked Sendable {
+            private let lock = NSLock()
+            private var stored: Result<[TypedValue], DBusFailure>?
+            func set(_ value: Result<[TypedValue], DBusFailure>) { lock.withLock { stored = value } }
+            var value: Result<[TypedValue], DBusFailure>? { lock.withLock { stored } }
+        }
+    }
+
     /// libdbus hands the receiver a `dup()` of every file descriptor in a
     /// message it reads; whoever reads `h` values must close them. No method
     /// of the daemon takes a file descriptor, but a properties argument or a
