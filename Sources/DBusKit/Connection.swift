@@ -108,12 +108,14 @@ public final class Connection: @unchecked Sendable {
     public func callAsync(_ message: Message, timeoutMilliseconds: Int32,
                           completion: @escaping (Result<Message, DBusFailure>) -> Void) {
         if let replyTable {
-            guard isConnected, replyTable.send(message, on: pointer, timeoutMilliseconds: timeoutMilliseconds,
-                                               completion: completion)
-            else {
+            guard isConnected else {
                 completion(.failure(DBusFailure(name: "org.freedesktop.DBus.Error.Disconnected",
                                                 message: "the connection is closed", function: "dbus_connection_send")))
                 return
+            }
+            if !replyTable.send(message, on: pointer, timeoutMilliseconds: timeoutMilliseconds, completion: completion) {
+                completion(.failure(DBusFailure(name: DBusFailure.noMemory, message: "out of memory",
+                                                function: "dbus_connection_send")))
             }
             return
         }

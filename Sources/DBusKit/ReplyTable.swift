@@ -49,16 +49,16 @@ final class ReplyTable: @unchecked Sendable {
         let deadline = Self.monotonicNanoseconds() + UInt64(milliseconds) * 1_000_000
         // A well-known name's owner is not known here; a unique name answers for itself.
         let expectedSender = message.destination.flatMap { $0.hasPrefix(":") || $0 == "org.freedesktop.DBus" ? $0 : nil }
-        let needsTimer = lock.withLock { () -> Bool in
+        let (sent, needsTimer) = lock.withLock { () -> (Bool, Bool) in
             var serial: UInt32 = 0
-            guard dbus_connection_send(connection, message.pointer, &serial) != 0 else { return false }
+            guard dbus_connection_send(connection, message.pointer, &serial) != 0 else { return (false, false) }
             waiting[serial] = Waiting(completion: completion, deadline: deadline, expectedSender: expectedSender)
-            guard armedDeadline.map({ deadline < $0 }) ?? true else { return false }
+            guard armedDeadline.map({ deadline < $0 }) ?? true else { return (true, false) }
             armedDeadline = deadline
-            return true
+            return (true, true)
         }
         if needsTimer { arm(deadline: deadline, milliseconds: milliseconds) }
-        return true
+        return sent
     }
 
     private func arm(deadline: UInt64, milliseconds: Int32) {
