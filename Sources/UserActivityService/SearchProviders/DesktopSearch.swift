@@ -112,7 +112,7 @@ extension UserActivityService {
             switch result {
             case .success(let reply):
                 let app = (try? reply.arguments())?.first?.stringValue ?? ""
-                self?.log.info("desktop search: continued a saved activity", metadata: ["saved-id": "\(savedID)", "app": "\(app)"])
+                self?.log.debug("desktop search: continued a saved activity", metadata: ["saved-id": "\(savedID)", "app": "\(app)"])
                 completion(.success(app))
             case .failure(let failure):
                 self?.log.warning("desktop search: could not continue a saved activity: \(failure.name): \(failure.message)",

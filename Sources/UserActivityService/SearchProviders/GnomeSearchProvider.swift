@@ -93,7 +93,7 @@ extension UserActivityService {
                 invocation.fail(name: "org.freedesktop.DBus.Error.Failed", message: "could not open the search: \(error)")
                 return
             }
-            log.info("LaunchSearch: opened the search in \(app.id)", metadata: ["terms": "\(terms.count)"])
+            log.debug("LaunchSearch: opened the search in \(app.id)", metadata: ["terms": "\(terms.count)"])
             invocation.reply()
         }
     }

@@ -71,7 +71,7 @@ extension UserActivityService {
                 }
                 do {
                     let browser = try AppLauncher.open(uri: entry.webpageURL)
-                    log.info("KRunner: opened a saved activity's webpage-url", metadata: ["saved-id": "\(id)", "app": "\(browser)"])
+                    log.debug("KRunner: opened a saved activity's webpage-url", metadata: ["saved-id": "\(id)", "app": "\(browser)"])
                     invocation.reply()
                 } catch {
                     throw UserActivityError(.noHandler, "the webpage-url could not be opened: \(error)")
