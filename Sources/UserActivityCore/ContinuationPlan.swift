@@ -67,8 +67,9 @@ public enum ContinuationPlanner {
         var apps = catalog.apps(declaring: type)
         if let publisher {
             let team = team(ofPublisher: publisher, catalog: catalog)
-            apps = apps.filter { $0.team == team }
+            apps.removeAll { $0.team != team }
         }
+        guard apps.count > 1 else { return apps }
         func rank(_ app: InstalledApp) -> Int {
             if app.id == publisher { return 0 }
             if hasHandler(app.id) { return 1 }
@@ -77,7 +78,7 @@ public enum ContinuationPlanner {
         }
         return apps
             .map { (rank: rank($0), app: $0) }
-            .sorted { $0.rank != $1.rank ? $0.rank < $1.rank : Array($0.app.id.utf8).lexicographicallyPrecedes(Array($1.app.id.utf8)) }
+            .sorted { $0.rank != $1.rank ? $0.rank < $1.rank : $0.app.id.utf8.lexicographicallyPrecedes($1.app.id.utf8) }
             .map(\.app)
     }
 

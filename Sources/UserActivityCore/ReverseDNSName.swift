@@ -7,7 +7,7 @@ public enum ReverseDNSName {
     /// At least two dot-separated elements of `[A-Za-z0-9_-]`, none empty or
     /// starting with a digit, at most 255 bytes.
     public static func isValid(_ name: String) -> Bool {
-        let bytes = Array(name.utf8)
+        let bytes = name.utf8
         guard !bytes.isEmpty, bytes.count <= maximumLength else { return false }
         var elements = 0
         var elementLength = 0

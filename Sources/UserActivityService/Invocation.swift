@@ -14,6 +14,8 @@ final class Invocation {
     let activityID: String?
     private let bus: Connection
     private(set) var isAnswered = false
+    /// A reply built ahead of time by ``prepareReply(_:)``, and what it says.
+    private var preparedReply: (values: [TypedValue], message: Message)?
 
     init(message: Message, arguments: [TypedValue], activityID: String?, bus: Connection) {
         self.message = message
@@ -26,10 +28,24 @@ final class Invocation {
     func string(_ index: Int) -> String { arguments[index].stringValue ?? "" }
     func entries(_ index: Int) -> [(String, TypedValue)] { arguments[index].stringVariantEntries ?? [] }
 
+    /// Builds the reply `values` would give now, for a call whose answer
+    /// waits on something else (an app): the work is done while the daemon
+    /// waits, and ``reply(_:)`` with the same values only has to send it.
+    func prepareReply(_ values: [TypedValue]) {
+        guard !isAnswered, message.expectsReply, let reply = try? Message.methodReturn(to: message, values) else { return }
+        preparedReply = (values, reply)
+    }
+
     func reply(_ values: [TypedValue] = []) {
         guard !isAnswered else { return }
         isAnswered = true
         guard message.expectsReply else { return }
+        if let prepared = preparedReply, prepared.values == values {
+            preparedReply = nil
+            bus.send(prepared.message)
+            return
+        }
+        preparedReply = nil
         do {
             bus.send(try Message.methodReturn(to: message, values))
         } catch {
@@ -51,6 +67,7 @@ final class Invocation {
     func fail(name: String, message text: String) {
         guard !isAnswered else { return }
         isAnswered = true
+        preparedReply = nil
         guard message.expectsReply else { return }
         bus.send(Message.error(to: message, name: name, message: text))
     }

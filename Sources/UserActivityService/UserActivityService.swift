@@ -52,11 +52,30 @@ public final class UserActivityService {
     private var expiryTimerDate: Int64?
 
     /// Further objects below the manager (search providers): path → dispatch table.
-    private(set) var extraObjects: [String: ExtraObject] = [:]
+    private(set) var extraObjects: [String: DispatchTable] = [:]
 
-    struct ExtraObject {
-        let handlers: [String: [String: Handler]]
-        let signatures: [String: [String: String]]
+    /// A method's handler and the signature its arguments must have.
+    struct MethodRoute {
+        let inputSignature: String
+        let handler: Handler
+    }
+
+    /// Interface name → member → route.
+    typealias DispatchTable = [String: [String: MethodRoute]]
+
+    /// Pairs each handler with the input signature `signature(interface, member)` gives.
+    private static func dispatchTable(_ handlers: [String: [String: Handler]],
+                                      signature: (String, String) -> String?) -> DispatchTable {
+        var table: DispatchTable = [:]
+        for (interface, members) in handlers {
+            for (member, handler) in members {
+                guard let input = signature(interface, member) else {
+                    preconditionFailure("no documented signature for \(interface).\(member)")
+                }
+                table[interface, default: [:]][member] = MethodRoute(inputSignature: input, handler: handler)
+            }
+        }
+        return table
     }
 
     /// Exports another object under `/org/example/UserActivity/…`, dispatched
@@ -64,11 +83,9 @@ public final class UserActivityService {
     /// object also answers `Introspect` with the interfaces' XML.
     func exportObject(path: String, interfaces: [InterfaceDescription], handlers: [String: [String: Handler]]) {
         precondition(path.hasPrefix(Interfaces.managerPath + "/"), "objects live under the manager")
-        var signatures: [String: [String: String]] = [:]
         for interface in interfaces {
             for method in interface.methods {
                 precondition(handlers[interface.name]?[method.name] != nil, "no handler for \(interface.name).\(method.name)")
-                signatures[interface.name, default: [:]][method.name] = method.inputSignature
             }
         }
         var all = handlers
@@ -78,12 +95,15 @@ public final class UserActivityService {
             xml += StandardInterfacesXML.introspectable + StandardInterfacesXML.peer + "</node>\n"
             invocation.reply([.string(xml)])
         } }]
-        extraObjects[path] = ExtraObject(handlers: all, signatures: signatures)
+        extraObjects[path] = Self.dispatchTable(all) { interface, member in
+            interfaces.first { $0.name == interface }?.method(member)?.inputSignature
+                ?? Self.standardSignatures[interface]?[member]
+        }
     }
 
-    /// Interface name → member → handler, per kind of object.
-    private var managerHandlers: [String: [String: Handler]] = [:]
-    private var activityHandlers: [String: [String: Handler]] = [:]
+    /// The manager's and the activity objects' dispatch tables.
+    private var managerRoutes: DispatchTable = [:]
+    private var activityRoutes: DispatchTable = [:]
 
     public init(bus: Connection, loop: MainLoop, configuration: ServiceConfiguration, log: Logger) throws {
         self.bus = bus
@@ -184,7 +204,7 @@ public final class UserActivityService {
     // MARK: Routing
 
     private func buildDispatchTables() {
-        managerHandlers = [
+        let managerHandlers: [String: [String: Handler]] = [
             Interfaces.managerName: [
                 "CreateActivity": { $0.createActivity },
                 "BecomeCurrent": { $0.createAndBecomeCurrent },
@@ -208,7 +228,7 @@ public final class UserActivityService {
             "org.freedesktop.DBus.ObjectManager": ["GetManagedObjects": { $0.getManagedObjects }],
             "org.freedesktop.DBus.Introspectable": ["Introspect": { $0.introspectManager }],
         ]
-        activityHandlers = [
+        let activityHandlers: [String: [String: Handler]] = [
             Interfaces.activityName: [
                 "Update": { $0.update },
                 "AddUserInfoEntries": { $0.addUserInfoEntries },
@@ -228,6 +248,11 @@ public final class UserActivityService {
                 preconditionFailure("no handler for \(interface.name).\(method.name)")
             }
         }
+        let signature = { (interface: String, member: String) in
+            Self.ourInterfaces[interface]?.method(member)?.inputSignature ?? Self.standardSignatures[interface]?[member]
+        }
+        managerRoutes = Self.dispatchTable(managerHandlers, signature: signature)
+        activityRoutes = Self.dispatchTable(activityHandlers, signature: signature)
     }
 
     /// Signatures of the standard interfaces' methods we handle.
@@ -241,11 +266,11 @@ public final class UserActivityService {
 
     private func route(_ message: Message) -> Bool {
         guard message.kind == .methodCall, let path = message.path, let member = message.member else { return false }
-        let handlers: [String: [String: Handler]]
-        var signatures: [String: [String: String]] = [:]
+        let interface = message.interface
+        let routes: DispatchTable
         var activityID: String?
         if path == Interfaces.managerPath {
-            handlers = managerHandlers
+            routes = managerRoutes
         } else if path.hasPrefix(Interfaces.activityPathPrefix) {
             let id = String(path.dropFirst(Interfaces.activityPathPrefix.count))
             guard registry.activity(id) != nil else {
@@ -254,12 +279,11 @@ public final class UserActivityService {
                 return true
             }
             activityID = id
-            handlers = activityHandlers
+            routes = activityRoutes
         } else if let object = extraObjects[path] {
-            handlers = object.handlers
-            signatures = object.signatures
+            routes = object
         } else if path == Interfaces.managerPath + "/activity" {
-            if message.interface == nil || message.interface == "org.freedesktop.DBus.Introspectable", member == "Introspect" {
+            if interface == nil || interface == "org.freedesktop.DBus.Introspectable", member == "Introspect" {
                 let invocation = Invocation(message: message, arguments: [], activityID: nil, bus: bus)
                 invocation.reply([.string(activityContainerXML())])
                 return true
@@ -272,21 +296,18 @@ public final class UserActivityService {
         }
 
         // A call without an interface goes to the first interface that has the member.
-        let interfaceName = message.interface
-            ?? handlers.keys.sorted().first { handlers[$0]?[member] != nil }
-        guard let interfaceName, let table = handlers[interfaceName] else {
-            if message.interface == "org.freedesktop.DBus.Peer" { return false } // libdbus answers Peer itself
+        let interfaceName = interface ?? routes.keys.sorted().first { routes[$0]?[member] != nil }
+        guard let interfaceName, let table = routes[interfaceName] else {
+            if interface == "org.freedesktop.DBus.Peer" { return false } // libdbus answers Peer itself
             send(error: "org.freedesktop.DBus.Error.UnknownInterface",
-                 "\(path) has no interface \(message.interface ?? "with member \(member)")", to: message)
+                 "\(path) has no interface \(interface ?? "with member \(member)")", to: message)
             return true
         }
-        guard let handler = table[member] else {
+        guard let route = table[member] else {
             send(error: "org.freedesktop.DBus.Error.UnknownMethod", "\(interfaceName) has no method \(member)", to: message)
             return true
         }
-        let expected = Self.ourInterfaces[interfaceName]?.method(member)?.inputSignature
-            ?? signatures[interfaceName]?[member]
-            ?? Self.standardSignatures[interfaceName]?[member] ?? ""
+        let expected = route.inputSignature
         let actual = message.signature
         guard actual == expected else {
             send(error: "org.freedesktop.DBus.Error.InvalidArgs",
@@ -302,7 +323,7 @@ public final class UserActivityService {
         }
         // No method takes a file descriptor, but a variant can carry one.
         if message.carriesFileDescriptors { TypedValue.closeFileDescriptors(in: arguments) }
-        handler(self)(Invocation(message: message, arguments: arguments, activityID: activityID, bus: bus))
+        route.handler(self)(Invocation(message: message, arguments: arguments, activityID: activityID, bus: bus))
         return true
     }
 

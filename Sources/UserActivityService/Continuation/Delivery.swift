@@ -31,8 +31,12 @@ extension ContinuationService {
             case .dbusActivation: activate(continuation, app: app)
             case .launch(let path): launch(continuation, app: app, desktopFile: path)
             }
-            // After the first message is on its way: the timer only matters later.
-            if !continuation.isFinished { armDeadline(continuation) }
+            // After the first message is on its way: the timer and the answer
+            // for success only matter once the app has answered.
+            if !continuation.isFinished {
+                armDeadline(continuation)
+                continuation.invocation.prepareReply([.string(app)])
+            }
         }
     }
 
