@@ -17,11 +17,12 @@ struct WireDecoder {
     private struct Malformed: Error {}
 
     private let body: UnsafeRawBufferPointer
-    private let signature: [UInt8]
+    /// The signature being walked: the caller's, or a variant's inside `body`.
+    private let signature: UnsafeRawBufferPointer
     private var position = 0
     private var signatureIndex = 0
 
-    private init(body: UnsafeRawBufferPointer, signature: [UInt8]) {
+    private init(body: UnsafeRawBufferPointer, signature: UnsafeRawBufferPointer) {
         self.body = body
         self.signature = signature
     }
@@ -34,19 +35,21 @@ struct WireDecoder {
         let bodyStart = (16 + fieldsLength + 7) & ~7
         let bodyLength = Int(bytes.loadUnaligned(fromByteOffset: 4, as: UInt32.self).littleEndian)
         guard bodyStart + bodyLength <= bytes.count else { return nil }
-        let signatureBytes = Array(signature.utf8)
-        guard !signatureBytes.contains(UInt8(ascii: "h")) else { return nil }
-        var decoder = WireDecoder(body: UnsafeRawBufferPointer(rebasing: bytes[bodyStart..<(bodyStart + bodyLength)]),
-                                  signature: signatureBytes)
-        var values: [TypedValue] = []
-        do {
-            while decoder.signatureIndex < signatureBytes.count {
-                values.append(try decoder.value())
+        var signature = signature
+        return signature.withUTF8 { signatureBytes -> [TypedValue]? in
+            guard !signatureBytes.contains(UInt8(ascii: "h")) else { return nil }
+            var decoder = WireDecoder(body: UnsafeRawBufferPointer(rebasing: bytes[bodyStart..<(bodyStart + bodyLength)]),
+                                      signature: UnsafeRawBufferPointer(signatureBytes))
+            var values: [TypedValue] = []
+            do {
+                while decoder.signatureIndex < signatureBytes.count {
+                    values.append(try decoder.value())
+                }
+            } catch {
+                return nil
             }
-        } catch {
-            return nil
+            return values
         }
-        return values
     }
 
     // MARK: Primitives
@@ -76,18 +79,19 @@ struct WireDecoder {
         try text(length: Int(try fixed(UInt32.self)))
     }
 
-    private mutating func signatureValue() throws(Malformed) -> [UInt8] {
+    /// A signature value: its bytes, in place in the body.
+    private mutating func signatureValue() throws(Malformed) -> UnsafeRawBufferPointer {
         guard position < body.count else { throw Malformed() }
         let length = Int(body[position])
         position += 1
         guard position + length < body.count else { throw Malformed() }
-        let value = Array(body[position..<(position + length)])
+        let value = UnsafeRawBufferPointer(rebasing: body[position..<(position + length)])
         position += length + 1
         return value
     }
 
     /// The index just past the complete type starting at `index` in `codes`.
-    private static func endOfCompleteType(_ codes: [UInt8], from index: Int) throws(Malformed) -> Int {
+    private static func endOfCompleteType(_ codes: UnsafeRawBufferPointer, from index: Int) throws(Malformed) -> Int {
         guard index < codes.count else { throw Malformed() }
         switch codes[index] {
         case UInt8(ascii: "a"):
@@ -158,7 +162,7 @@ struct WireDecoder {
         let elementEnd = try Self.endOfCompleteType(signature, from: elementStart)
         let elementCodes = signature[elementStart..<elementEnd]
         let isDictionary = elementCodes.first == UInt8(ascii: "{")
-        try align(isDictionary ? 8 : WireEncoder.alignment(ofType: String(decoding: elementCodes.prefix(1), as: UTF8.self)))
+        try align(isDictionary ? 8 : WireEncoder.alignment(ofTypeCode: elementCodes.first))
         let end = position + length
         guard end <= body.count else { throw Malformed() }
         if isDictionary {

@@ -161,7 +161,12 @@ struct WireEncoder {
     }
 
     static func alignment(ofType signature: String) -> Int {
-        switch signature.utf8.first {
+        alignment(ofTypeCode: signature.utf8.first)
+    }
+
+    /// The alignment of the type whose signature starts with `code`.
+    static func alignment(ofTypeCode code: UInt8?) -> Int {
+        switch code {
         case UInt8(ascii: "n"), UInt8(ascii: "q"): return 2
         case UInt8(ascii: "b"), UInt8(ascii: "i"), UInt8(ascii: "u"), UInt8(ascii: "h"),
              UInt8(ascii: "s"), UInt8(ascii: "o"), UInt8(ascii: "a"): return 4

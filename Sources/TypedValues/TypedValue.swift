@@ -79,17 +79,20 @@ public indirect enum TypedValue: Sendable, Equatable {
         }
     }
 
-    /// Whether any value in the tree has one of the given single-character types.
-    public func contains(anyOf typeCodes: Set<Character>) -> Bool {
+    /// Whether any value in the tree has one of the given single-character
+    /// types, given as their ASCII codes (`Array("h".utf8)`).
+    public func contains(anyOf typeCodes: [UInt8]) -> Bool {
+        // Type codes are ASCII: bytes, not Characters, so no grapheme breaking.
+        func names(_ type: String) -> Bool { type.utf8.contains(where: typeCodes.contains) }
         switch self {
         case .array(let elementType, let elements):
-            return elementType.contains(where: typeCodes.contains) || elements.contains { $0.contains(anyOf: typeCodes) }
+            return names(elementType) || elements.contains { $0.contains(anyOf: typeCodes) }
         case .dictionary(let keyType, let valueType, let entries):
-            return (keyType + valueType).contains(where: typeCodes.contains)
+            return names(keyType) || names(valueType)
                 || entries.contains { $0.key.contains(anyOf: typeCodes) || $0.value.contains(anyOf: typeCodes) }
         case .structure(let fields): return fields.contains { $0.contains(anyOf: typeCodes) }
         case .variant(let inner): return inner.contains(anyOf: typeCodes)
-        default: return signature.contains(where: typeCodes.contains)
+        default: return names(signature)
         }
     }
 }

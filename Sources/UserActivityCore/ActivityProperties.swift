@@ -232,6 +232,9 @@ public struct ActivityPatch: Sendable {
         return text
     }
 
+    /// File descriptors, object paths and signatures: meaningless once stored.
+    private static let unstorableTypeCodes = Array("hog".utf8)
+
     private static func dictionary(_ value: TypedValue, _ field: ActivityField, limit: Int, depthLimit: Int,
                                    tooLarge: UserActivityError.Kind) throws(UserActivityError) -> [(key: String, value: TypedValue)] {
         guard let entries = value.stringVariantEntries else { return [] }
@@ -244,7 +247,7 @@ public struct ActivityPatch: Sendable {
             guard !repeated else {
                 throw .invalidArgument("\(field.key!) has the key '\(key.prefix(200))' twice")
             }
-            if inner.contains(anyOf: ["h", "o", "g"]) {
+            if inner.contains(anyOf: Self.unstorableTypeCodes) {
                 throw .invalidArgument("\(field.key!) entry '\(key.prefix(200))' has type '\(inner.signature)': file descriptors (h), object paths (o) and signatures (g) cannot be stored; use strings instead")
             }
         }

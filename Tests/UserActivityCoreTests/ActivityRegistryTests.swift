@@ -160,6 +160,9 @@ private let viewer = "com.example.Viewer"
         expectInvalid([("user-info", .stringVariantDictionary([("p", .objectPath("/a"))]))])
         expectInvalid([("user-info", .stringVariantDictionary([("nested", .array(elementType: "g", [.signature("s")]))]))])
         expectInvalid([("user-info", .stringVariantDictionary([("deep", .variant(.variant(.objectPath("/x"))))]))])
+        // Found by type even where there is no value: empty containers.
+        expectInvalid([("user-info", .stringVariantDictionary([("none", .array(elementType: "o", []))]))])
+        expectInvalid([("user-info", .stringVariantDictionary([("map", .dictionary(keyType: "s", valueType: "h", []))]))])
     }
 
     @Test func urlsAreChecked() throws {
