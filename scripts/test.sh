@@ -16,7 +16,8 @@ USERACTIVITYD_PATH="$PWD/.build/debug/useractivityd" swift test "$@" 2>&1 | tee 
 # All tests are Swift Testing tests (XCTest's "Executed 0 tests" above is its
 # empty half); end with one plain summary line a CI reader cannot mistake.
 total=$(sed -n 's/.*Test run with \([0-9]*\) tests\{0,1\} in .*/\1/p' "$log" | tail -n 1)
-failed=$(grep -c '^✘ Test .* failed after' "$log" || true)
+# Count failed tests, not the run's own "✘ Test run with … failed" summary line.
+failed=$(grep '^✘ Test .* failed after' "$log" | grep -vc '^✘ Test run with ' || true)
 if [ -n "$total" ]; then
   echo "$((total - failed)) passed, $failed failed"
 fi

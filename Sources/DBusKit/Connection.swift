@@ -95,17 +95,39 @@ public final class Connection: @unchecked Sendable {
     public func flush() { dbus_connection_flush(pointer) }
 
     /// Sends and waits for the reply, reading the connection meanwhile.
-    /// For clients, tests and benchmarks; the daemon uses ``callAsync(_:timeoutMilliseconds:completion:)``.
+    /// For clients, tests and benchmarks; the daemon uses ``callAsync(_:timeoutMilliseconds:acceptingReplyFrom:completion:)``.
+    ///
+    /// libdbus takes the first reply with the call's serial, whoever sent it.
+    /// When the call went to a unique name or to the bus, a reply from anyone
+    /// else is a forgery that got there first: the call fails rather than
+    /// return it (the genuine reply is lost with it).
     public func call(_ message: Message, timeoutMilliseconds: Int32 = 25_000) throws(DBusFailure) -> Message {
         let raw = try dbusCall("dbus_connection_send_with_reply_and_block") {
             dbus_connection_send_with_reply_and_block(pointer, message.pointer, timeoutMilliseconds, $0)
         }
-        return Message(takingOwnershipOf: raw)
+        let reply = Message(takingOwnershipOf: raw)
+        if let destination = message.destination, destination.hasPrefix(":") || destination == Self.busDriverName,
+           reply.sender != destination {
+            throw DBusFailure(name: DBusFailure.failed,
+                              message: "the reply to \(message.member ?? "the call") came from \(reply.sender ?? "nobody"), not from \(destination): ignored as forged",
+                              function: "dbus_connection_send_with_reply_and_block")
+        }
+        return reply
     }
+
+    /// The bus daemon's own name: the sender of everything the bus itself says.
+    public static let busDriverName = "org.freedesktop.DBus"
 
     /// Sends and calls `completion` from the dispatching loop with the reply
     /// (an error reply arrives as a failure).
+    ///
+    /// A reply counts only when it comes from whom the call went to. For a
+    /// unique name or the bus that is checked here; for a well-known name
+    /// only the caller knows the owner: `acceptingReplyFrom` then decides
+    /// (nil: any sender, as libdbus would). Checked on connections driven by
+    /// a main loop; without one, libdbus's pending calls match the serial only.
     public func callAsync(_ message: Message, timeoutMilliseconds: Int32,
+                          acceptingReplyFrom acceptsSender: ((String) -> Bool)? = nil,
                           completion: @escaping (Result<Message, DBusFailure>) -> Void) {
         if let replyTable {
             guard isConnected else {
@@ -113,7 +135,8 @@ public final class Connection: @unchecked Sendable {
                                                 message: "the connection is closed", function: "dbus_connection_send")))
                 return
             }
-            if !replyTable.send(message, on: pointer, timeoutMilliseconds: timeoutMilliseconds, completion: completion) {
+            if !replyTable.send(message, on: pointer, timeoutMilliseconds: timeoutMilliseconds,
+                                acceptingReplyFrom: acceptsSender, completion: completion) {
                 completion(.failure(DBusFailure(name: DBusFailure.noMemory, message: "out of memory",
                                                 function: "dbus_connection_send")))
             }

@@ -15,7 +15,7 @@ public protocol MainLoopIntegration: AnyObject {
     func toggled(_ timeout: Timeout)
     func dispatchStatusChanged(dataRemains: Bool)
     /// Calls `fire` once, on the loop's thread, after `milliseconds`: the
-    /// deadlines of ``Connection/callAsync(_:timeoutMilliseconds:completion:)``.
+    /// deadlines of ``Connection/callAsync(_:timeoutMilliseconds:acceptingReplyFrom:completion:)``.
     /// May be called from any thread.
     func after(milliseconds: Int32, _ fire: @escaping () -> Void)
 }

@@ -4,7 +4,7 @@ import CDBus
 import Glibc
 #endif
 
-/// The replies ``Connection/callAsync(_:timeoutMilliseconds:completion:)``
+/// The replies ``Connection/callAsync(_:timeoutMilliseconds:acceptingReplyFrom:completion:)``
 /// awaits on a connection driven by a main loop, keyed by the call's serial.
 ///
 /// Why not `dbus_connection_send_with_reply`: for every call it builds, up
@@ -22,6 +22,9 @@ final class ReplyTable: @unchecked Sendable {
         /// name or the bus itself. Matching on the serial alone (as libdbus
         /// pending calls do) would let any peer answer in another's place.
         let expectedSender: String?
+        /// For a call to a well-known name: whether a sender may answer (the
+        /// caller knows the name's owner; asked on the dispatching thread).
+        let acceptsSender: ((String) -> Bool)?
     }
 
     private let lock = ThreadLock()
@@ -44,6 +47,7 @@ final class ReplyTable: @unchecked Sendable {
     /// gives it. The lock is held across the send so that a reply dispatched
     /// on another thread cannot look for the entry before it exists.
     func send(_ message: Message, on connection: OpaquePointer, timeoutMilliseconds: Int32,
+              acceptingReplyFrom acceptsSender: ((String) -> Bool)?,
               completion: @escaping (Result<Message, DBusFailure>) -> Void) -> Bool {
         let milliseconds = timeoutMilliseconds < 0 ? Int32(25_000) : timeoutMilliseconds
         let deadline = Self.monotonicNanoseconds() + UInt64(milliseconds) * 1_000_000
@@ -52,7 +56,8 @@ final class ReplyTable: @unchecked Sendable {
         let (sent, needsTimer) = lock.withLock { () -> (Bool, Bool) in
             var serial: UInt32 = 0
             guard dbus_connection_send(connection, message.pointer, &serial) != 0 else { return (false, false) }
-            waiting[serial] = Waiting(completion: completion, deadline: deadline, expectedSender: expectedSender)
+            waiting[serial] = Waiting(completion: completion, deadline: deadline, expectedSender: expectedSender,
+                                      acceptsSender: expectedSender == nil ? acceptsSender : nil)
             guard armedDeadline.map({ deadline < $0 }) ?? true else { return (true, false) }
             armedDeadline = deadline
             return (true, true)
@@ -70,13 +75,19 @@ final class ReplyTable: @unchecked Sendable {
     func complete(with reply: Message) -> Bool {
         let serial = reply.replySerial
         let sender = dbus_message_get_sender(reply.pointer)
-        let entry = lock.withLock { () -> Waiting? in
+        let check = lock.withLock { () -> ((String) -> Bool)?? in
             guard let entry = waiting[serial] else { return nil }
             if let expected = entry.expectedSender {
                 guard let sender, expected.withCString({ strcmp($0, sender) == 0 }) else { return nil }
             }
-            return waiting.removeValue(forKey: serial)
+            return .some(entry.acceptsSender)
         }
+        // Asked outside the lock: the check may look at its owner's state.
+        guard let check else { return false }
+        if let accepts = check {
+            guard let sender, accepts(String(cString: sender)) else { return false }
+        }
+        let entry = lock.withLock { waiting.removeValue(forKey: serial) }
         guard let entry else { return false }
         if reply.kind == .error {
             let text = (try? reply.arguments())?.first?.stringValue ?? ""

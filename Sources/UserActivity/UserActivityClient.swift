@@ -237,7 +237,8 @@ public final class UserActivityClient: @unchecked Sendable {
             completion(.failure(UserActivityError(.invalidArgument, "\(member): the arguments could not be marshalled: \(error.message)")))
             return
         }
-        connection.callAsync(message, timeoutMilliseconds: timeoutMilliseconds) { [weak self] result in
+        connection.callAsync(message, timeoutMilliseconds: timeoutMilliseconds,
+                             acceptingReplyFrom: { [weak self] sender in self?.mayAnswerForService(sender) ?? false }) { [weak self] result in
             switch result {
             case .success(let reply):
                 do throws(DBusFailure) {
@@ -479,6 +480,15 @@ public final class UserActivityClient: @unchecked Sendable {
             dispatchHandlerCall(message, arguments)
         }
         return true
+    }
+
+    /// Whether a reply to a call to the service may come from `sender`: the
+    /// name's owner as this client tracks it (NameOwnerChanged for the name
+    /// reaches it before the reply of a service the call activated), or the
+    /// bus itself (activation and delivery errors). Anyone else on the bus
+    /// could otherwise answer in the service's place by guessing the serial.
+    private func mayAnswerForService(_ sender: String) -> Bool {
+        sender == Connection.busDriverName || sender == serviceOwner
     }
 
     /// Whether `message` comes from the service's current owner (asked of

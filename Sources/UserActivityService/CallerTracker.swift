@@ -106,4 +106,7 @@ final class CallerTracker {
     }
 
     var cachedCount: Int { identities.count }
+
+    /// The unique name that owns the well-known `name` now, as the bus last said.
+    func owner(of name: String) -> String? { ownerOfName[name] }
 }

@@ -14,12 +14,15 @@ import TypedValues
 @Suite("Reply tracking of asynchronous calls")
 struct ReplyTrackingTests {
     /// A peer on its own thread: `Echo` answers its argument, `Fail` answers
-    /// an error, `Ignore` never answers.
+    /// an error, `Ignore` never answers, `Hold` keeps the call for the test.
     private final class Responder: @unchecked Sendable {
         static let path = "/com/example/Responder"
         let connection: Connection
         private let stopped = Atomic<Bool>(false)
         private var thread: Thread?
+        private let heldLock = NSLock()
+        private var heldCalls: [Message] = []
+        var held: [Message] { heldLock.withLock { heldCalls } }
 
         init(address: String) throws {
             connection = try Connection.bus(address: address)
@@ -30,6 +33,8 @@ struct ReplyTrackingTests {
                     if let reply = try? Message.methodReturn(to: message, (try? message.arguments()) ?? []) { connection.send(reply) }
                 case "Fail":
                     connection.send(Message.error(to: message, name: "com.example.Error.Told", message: "told to fail"))
+                case "Hold":
+                    self.heldLock.withLock { self.heldCalls.append(message) }
                 default:
                     break
                 }
@@ -100,12 +105,16 @@ struct ReplyTrackingTests {
             caller = try LoopCaller(address: bus.address)
         }
 
-        /// Calls `member` on the responder; the outcome is filed under `key`.
-        func call(_ member: String, _ values: [TypedValue] = [], timeout: Int32 = 5000, key: String) throws {
-            let message = Message.methodCall(destination: responder.connection.uniqueName, path: Responder.path,
+        /// Calls `member` on the responder (at `destination`, by default its
+        /// unique name); the outcome is filed under `key`.
+        func call(_ member: String, _ values: [TypedValue] = [], timeout: Int32 = 5000, key: String,
+                  destination: String? = nil, acceptingReplyFrom accepts: ((String) -> Bool)? = nil) throws {
+            let message = Message.methodCall(destination: destination ?? responder.connection.uniqueName, path: Responder.path,
                                              interface: "com.example.Responder", member: member)
             try message.append(values)
-            caller.connection.callAsync(message, timeoutMilliseconds: timeout) { [outcomes] in outcomes.record(key, $0) }
+            caller.connection.callAsync(message, timeoutMilliseconds: timeout, acceptingReplyFrom: accepts) { [outcomes] in
+                outcomes.record(key, $0)
+            }
         }
 
         deinit {
@@ -190,5 +199,78 @@ struct ReplyTrackingTests {
         // Calls made afterwards fail at once too.
         try fixture.call("Echo", key: "after")
         #expect(waitUntil(timeout: 5) { outcomes.count == 2 })
+    }
+
+    /// Replies sent by `rogue` that reached `connection` (the positive control
+    /// of the forgery tests: this bus does deliver unrequested replies).
+    private final class StrayReplies: @unchecked Sendable {
+        private let lock = NSLock()
+        private var count = 0
+        var seen: Int { lock.withLock { count } }
+
+        init(on connection: Connection, from rogue: String) throws {
+            try connection.addFilter { [self] message in
+                if message.kind == .methodReturn, message.sender == rogue { lock.withLock { count += 1 } }
+                return false
+            }
+        }
+    }
+
+    @Test("A call to a well-known name takes its reply only from a sender the caller accepts")
+    func wellKnownNameReplyFromOwnerOnly() throws {
+        let fixture = try Fixture()
+        let outcomes = fixture.outcomes
+        let owner = fixture.responder.connection.uniqueName
+        #expect(try fixture.responder.connection.requestName("com.example.Responder") == .primaryOwner)
+        let rogue = try Connection.bus(address: fixture.bus.address)
+        let strays = try StrayReplies(on: fixture.caller.connection, from: rogue.uniqueName)
+
+        try fixture.call("Hold", key: "held", destination: "com.example.Responder", acceptingReplyFrom: { $0 == owner })
+        #expect(waitUntil(timeout: 5) { !fixture.responder.held.isEmpty })
+        let call = try #require(fixture.responder.held.first)
+
+        // Another connection answers first, with the call's serial.
+        #expect(rogue.send(try Message.methodReturn(to: call, [.string("forged")])))
+        rogue.flush()
+        #expect(waitUntil(timeout: 5) { strays.seen == 1 }, "the forged reply reached the caller's connection")
+        usleep(200_000)
+        #expect(outcomes.result("held") == nil, "the forged reply answered the call: \(String(describing: outcomes.result("held")))")
+
+        // The owner's answer decides.
+        fixture.responder.connection.send(try Message.methodReturn(to: call, [.string("genuine")]))
+        #expect(waitUntil(timeout: 5) { outcomes.result("held") != nil })
+        guard case .success(let reply)? = outcomes.result("held")?.0 else {
+            Issue.record("\(String(describing: outcomes.result("held")))")
+            return
+        }
+        #expect(try reply.arguments() == [.string("genuine")])
+        #expect(reply.sender == owner)
+    }
+
+    @Test("A blocking call to a unique name fails rather than return a reply forged by another connection")
+    func blockingCallRefusesForgedReply() throws {
+        let fixture = try Fixture()
+        let responder = fixture.responder
+        let rogue = try Connection.bus(address: fixture.bus.address)
+        let caller = try Connection.bus(address: fixture.bus.address)
+        let outcome = Outcomes()
+        let calling = Thread {
+            let message = Message.methodCall(destination: responder.connection.uniqueName, path: Responder.path,
+                                             interface: "com.example.Responder", member: "Hold")
+            outcome.record("blocking", Result { () throws(DBusFailure) in try caller.call(message, timeoutMilliseconds: 10_000) })
+        }
+        calling.start()
+        #expect(waitUntil(timeout: 5) { !responder.held.isEmpty })
+        let call = try #require(responder.held.first)
+
+        #expect(rogue.send(try Message.methodReturn(to: call, [.string("forged")])))
+        rogue.flush()
+        #expect(waitUntil(timeout: 5) { outcome.result("blocking") != nil }, "the forged reply reached the blocking call")
+        while !calling.isFinished { usleep(1000) }
+        guard case .failure(let failure)? = outcome.result("blocking")?.0 else {
+            Issue.record("the blocking call returned the forgery: \(String(describing: outcome.result("blocking")))")
+            return
+        }
+        #expect(failure.message.contains("ignored as forged") && failure.message.contains(rogue.uniqueName), "\(failure)")
     }
 }

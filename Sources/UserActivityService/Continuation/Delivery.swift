@@ -172,7 +172,12 @@ extension ContinuationService {
             return
         }
         continuation.stage = .delivering
-        bus.callAsync(message, timeoutMilliseconds: replyTimeout(continuation)) { [unowned self] result in
+        // The call goes to the app's well-known name: only its owner (known
+        // from NameOwnerChanged, which comes before the reply of an app the
+        // call activated) or the bus may answer.
+        bus.callAsync(message, timeoutMilliseconds: replyTimeout(continuation), acceptingReplyFrom: { [unowned self] sender in
+            sender == Connection.busDriverName || sender == service.callers.owner(of: app)
+        }) { [unowned self] result in
             guard !continuation.isFinished else { return }
             switch result {
             case .success:
