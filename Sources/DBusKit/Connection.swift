@@ -100,16 +100,28 @@ public final class Connection: @unchecked Sendable {
     /// libdbus takes the first reply with the call's serial, whoever sent it.
     /// When the call went to a unique name or to the bus, a reply from anyone
     /// else is a forgery that got there first: the call fails rather than
-    /// return it (the genuine reply is lost with it).
-    public func call(_ message: Message, timeoutMilliseconds: Int32 = 25_000) throws(DBusFailure) -> Message {
+    /// return it (the genuine reply is lost with it). For a call to a
+    /// well-known name, `replyMustComeFromOwner` asks the bus afterwards who
+    /// owns the name (one more round trip) and applies the same rule.
+    public func call(_ message: Message, timeoutMilliseconds: Int32 = 25_000,
+                     replyMustComeFromOwner: Bool = false) throws(DBusFailure) -> Message {
         let raw = try dbusCall("dbus_connection_send_with_reply_and_block") {
             dbus_connection_send_with_reply_and_block(pointer, message.pointer, timeoutMilliseconds, $0)
         }
         let reply = Message(takingOwnershipOf: raw)
-        if let destination = message.destination, destination.hasPrefix(":") || destination == Self.busDriverName,
-           reply.sender != destination {
+        guard let destination = message.destination else { return reply }
+        var rightful = destination
+        if !destination.hasPrefix(":") && destination != Self.busDriverName {
+            // The bus itself answers for a name nobody owns (activation errors).
+            guard replyMustComeFromOwner, reply.sender != Self.busDriverName else { return reply }
+            let query = Message.methodCall(destination: Self.busDriverName, path: "/org/freedesktop/DBus",
+                                           interface: Self.busDriverName, member: "GetNameOwner")
+            try query.append([.string(destination)])
+            rightful = try call(query, timeoutMilliseconds: timeoutMilliseconds).arguments().first?.stringValue ?? ""
+        }
+        if reply.sender != rightful {
             throw DBusFailure(name: DBusFailure.failed,
-                              message: "the reply to \(message.member ?? "the call") came from \(reply.sender ?? "nobody"), not from \(destination): ignored as forged",
+                              message: "the reply to \(message.member ?? "the call") came from \(reply.sender ?? "nobody"), not from \(rightful == destination ? destination : "\(rightful), the owner of \(destination)"): ignored as forged",
                               function: "dbus_connection_send_with_reply_and_block")
         }
         return reply

@@ -116,7 +116,10 @@ final class ServiceClient {
         message.allowsAutoStart = autoStart
         do {
             try message.append(arguments)
-            return try connection.call(message, timeoutMilliseconds: timeoutMilliseconds).arguments()
+            // Anyone on the bus could answer first with the call's serial: the
+            // reply must come from the name's owner.
+            return try connection.call(message, timeoutMilliseconds: timeoutMilliseconds,
+                                       replyMustComeFromOwner: true).arguments()
         } catch {
             throw CLIError(error)
         }
