@@ -65,11 +65,10 @@ public final class Connection: @unchecked Sendable {
         if allowReplacement { flags |= UInt32(DBUS_NAME_FLAG_ALLOW_REPLACEMENT) }
         if replace { flags |= UInt32(DBUS_NAME_FLAG_REPLACE_EXISTING) }
         if !queue { flags |= UInt32(DBUS_NAME_FLAG_DO_NOT_QUEUE) }
-        let result = try dbusCall("dbus_bus_request_name") { error -> Int32? in
-            let reply = dbus_bus_request_name(pointer, name, flags, error)
-            return reply < 0 ? nil : reply
-        }
-        switch result {
+        // Through callBus rather than dbus_bus_request_name, so that the
+        // answer is checked to come from the bus.
+        let result = try callBus("RequestName", [.string(name), .uint32(flags)]).first?.uint32Value
+        switch result.map(Int32.init(bitPattern:)) {
         case DBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER: return .primaryOwner
         case DBUS_REQUEST_NAME_REPLY_IN_QUEUE: return .inQueue
         case DBUS_REQUEST_NAME_REPLY_ALREADY_OWNER: return .alreadyOwner
@@ -77,11 +76,19 @@ public final class Connection: @unchecked Sendable {
         }
     }
 
+    /// Calls a method of the bus itself (`org.freedesktop.DBus`) and returns
+    /// the reply's arguments; a reply from anyone but the bus is refused.
+    public func callBus(_ member: String, _ arguments: [TypedValue] = [],
+                        timeoutMilliseconds: Int32 = 25_000) throws(DBusFailure) -> [TypedValue] {
+        let message = Message.methodCall(destination: Self.busDriverName, path: "/org/freedesktop/DBus",
+                                         interface: Self.busDriverName, member: member)
+        try message.append(arguments)
+        return try call(message, timeoutMilliseconds: timeoutMilliseconds).arguments()
+    }
+
+    /// Asks the bus to route the signals `rule` matches to this connection.
     public func addMatch(_ rule: String) throws(DBusFailure) {
-        try dbusCall("dbus_bus_add_match") { error -> Bool? in
-            dbus_bus_add_match(pointer, rule, error)
-            return true
-        }
+        _ = try callBus("AddMatch", [.string(rule)])
     }
 
     // MARK: Sending
@@ -114,10 +121,8 @@ public final class Connection: @unchecked Sendable {
         if !destination.hasPrefix(":") && destination != Self.busDriverName {
             // The bus itself answers for a name nobody owns (activation errors).
             guard replyMustComeFromOwner, reply.sender != Self.busDriverName else { return reply }
-            let query = Message.methodCall(destination: Self.busDriverName, path: "/org/freedesktop/DBus",
-                                           interface: Self.busDriverName, member: "GetNameOwner")
-            try query.append([.string(destination)])
-            rightful = try call(query, timeoutMilliseconds: timeoutMilliseconds).arguments().first?.stringValue ?? ""
+            rightful = try callBus("GetNameOwner", [.string(destination)], timeoutMilliseconds: timeoutMilliseconds)
+                .first?.stringValue ?? ""
         }
         if reply.sender != rightful {
             throw DBusFailure(name: DBusFailure.failed,

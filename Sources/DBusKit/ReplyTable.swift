@@ -52,7 +52,7 @@ final class ReplyTable: @unchecked Sendable {
         let milliseconds = timeoutMilliseconds < 0 ? Int32(25_000) : timeoutMilliseconds
         let deadline = Self.monotonicNanoseconds() + UInt64(milliseconds) * 1_000_000
         // A well-known name's owner is not known here; a unique name answers for itself.
-        let expectedSender = message.destination.flatMap { $0.hasPrefix(":") || $0 == "org.freedesktop.DBus" ? $0 : nil }
+        let expectedSender = message.destination.flatMap { $0.hasPrefix(":") || $0 == Connection.busDriverName ? $0 : nil }
         let (sent, needsTimer) = lock.withLock { () -> (Bool, Bool) in
             var serial: UInt32 = 0
             guard dbus_connection_send(connection, message.pointer, &serial) != 0 else { return (false, false) }

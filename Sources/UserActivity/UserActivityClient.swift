@@ -125,11 +125,8 @@ public final class UserActivityClient: @unchecked Sendable {
         uniqueName = connection.uniqueName
         handlerPath = appID.map { "/" + $0.replacingOccurrences(of: ".", with: "/").replacingOccurrences(of: "-", with: "_") + "/UserActivityHandler" }
             ?? "/org/example/UserActivity/Handler"
-        let owner = Message.methodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                                       interface: "org.freedesktop.DBus", member: "GetNameOwner")
-        if (try? owner.append([.string(Self.busName)])) != nil {
-            serviceOwner = (try? connection.call(owner, timeoutMilliseconds: 5000).arguments())?.first?.stringValue
-        }
+        serviceOwner = (try? connection.callBus("GetNameOwner", [.string(Self.busName)], timeoutMilliseconds: 5000))?
+            .first?.stringValue
         runner = makeRunner()
 
         try connection.addFilter { [weak self] message in self?.filter(message) ?? false }

@@ -92,14 +92,9 @@ final class CallerTracker {
 
     /// Learns the current owners of well-known names (at startup, before serving).
     func learnNameOwners() {
-        let list = Message.methodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                                      interface: "org.freedesktop.DBus", member: "ListNames")
-        guard let names = try? bus.call(list, timeoutMilliseconds: 5000).arguments().first?.stringArrayValue else { return }
+        guard let names = try? bus.callBus("ListNames", timeoutMilliseconds: 5000).first?.stringArrayValue else { return }
         for name in names where !name.hasPrefix(":") && ReverseDNSName.isValid(name) {
-            let query = Message.methodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                                           interface: "org.freedesktop.DBus", member: "GetNameOwner")
-            try? query.append([.string(name)])
-            if let owner = try? bus.call(query, timeoutMilliseconds: 5000).arguments().first?.stringValue {
+            if let owner = try? bus.callBus("GetNameOwner", [.string(name)], timeoutMilliseconds: 5000).first?.stringValue {
                 ownerOfName[name] = owner
             }
         }
