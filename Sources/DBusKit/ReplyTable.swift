@@ -19,8 +19,9 @@ final class ReplyTable: @unchecked Sendable {
         /// CLOCK_MONOTONIC nanoseconds.
         let deadline: UInt64
         /// Who must send the reply, when that is known from the call: a unique
-        /// name or the bus itself. Matching on the serial alone (as libdbus
-        /// pending calls do) would let any peer answer in another's place.
+        /// name or the bus itself (the bus may always answer). Matching on the
+        /// serial alone (as libdbus pending calls do) would let any peer
+        /// answer in another's place.
         let expectedSender: String?
         /// For a call to a well-known name: whether a sender may answer (the
         /// caller knows the name's owner; asked on the dispatching thread).
@@ -77,8 +78,11 @@ final class ReplyTable: @unchecked Sendable {
         let sender = dbus_message_get_sender(reply.pointer)
         let check = lock.withLock { () -> ((String) -> Bool)?? in
             guard let entry = waiting[serial] else { return nil }
+            // The bus may answer too: it reports a destination that left or
+            // never existed (NoReply, ServiceUnknown), and no one can send in its name.
             if let expected = entry.expectedSender {
-                guard let sender, expected.withCString({ strcmp($0, sender) == 0 }) else { return nil }
+                guard let sender, expected.withCString({ strcmp($0, sender) == 0 })
+                    || Connection.busDriverName.withCString({ strcmp($0, sender) == 0 }) else { return nil }
             }
             return .some(entry.acceptsSender)
         }

@@ -184,6 +184,54 @@ struct RawBusTests {
         while !continuing.isFinished { usleep(1000) }
     }
 
+    @Test("A handler that leaves without answering fails the continuation at once, not at its deadline")
+    func handlerLeavingFailsAtOnce() throws {
+        let daemon = try ActivatedDaemon()
+        _ = try daemon.activate()
+        let handler = try daemon.connect()
+        try handler.manager("RegisterApplication", [.string(UA.editor)])
+        try handler.manager("RegisterHandler", [.objectPath("/com/example/Editor/Handler")])
+        let held = HeldCalls()
+        try handler.connection.addFilter { message in
+            guard message.kind == .methodCall, message.member == "ContinueActivity" else { return false }
+            held.hold(message)
+            return true
+        }
+        let pump = Thread {
+            while !held.isStopped { handler.connection.readWriteDispatch(timeoutMilliseconds: 20) }
+        }
+        pump.start()
+
+        let caller = try daemon.connect()
+        let outcome = HeldCalls.Box()
+        let started = Date()
+        let continuing = Thread {
+            outcome.set(caller.call(UA.managerPath, UA.manager, "ContinueActivity", [
+                .string(UA.editType),
+                .stringVariantDictionary([("app-id", .string(UA.editor)), ("title", .string("Left behind"))]),
+                .stringVariantDictionary([("timeout-ms", .uint32(20_000))]),
+            ], timeoutMilliseconds: 30_000))
+        }
+        continuing.start()
+        #expect(waitUntil(timeout: 10) { held.first != nil }, "the handler got no call")
+        // The app goes away with the daemon's call unanswered: the bus tells
+        // the daemon so (NoReply, from the bus itself).
+        held.stop()
+        while !pump.isFinished { usleep(1000) }
+        handler.connection.close()
+
+        #expect(waitUntil(timeout: 15) { outcome.value != nil })
+        let elapsed = Date().timeIntervalSince(started)
+        guard case .failure(let failure)? = outcome.value else {
+            Issue.record("the continuation succeeded: \(String(describing: outcome.value))")
+            return
+        }
+        #expect(failure.name == UA.error(.remoteApplicationTimedOut), "\(failure)")
+        #expect(failure.message.contains("could not be reached"), "\(failure.message)")
+        #expect(elapsed < 10, "the continuation waited \(elapsed) s, for its 20 s deadline rather than the bus's answer")
+        while !continuing.isFinished { usleep(1000) }
+    }
+
     /// Calls a test handler keeps unanswered, and replies nobody asked it for.
     private final class HeldCalls: @unchecked Sendable {
         private let lock = NSLock()
