@@ -130,106 +130,116 @@ struct RawBusTests {
         let daemon = try ActivatedDaemon()
         _ = try daemon.activate()
         // The editor's handler holds the daemon's call until told to answer (false).
-        let handler = try daemon.connect()
-        try handler.manager("RegisterApplication", [.string(UA.editor)])
-        try handler.manager("RegisterHandler", [.objectPath("/com/example/Editor/Handler")])
-        let held = HeldCalls()
-        try handler.connection.addFilter { message in
-            if message.kind == .methodReturn, message.replySerial == 4242, let sender = message.sender {
-                held.stray(from: sender)
-                return true
-            }
-            guard message.kind == .methodCall, message.member == "ContinueActivity" else { return false }
-            held.hold(message)
-            return true
-        }
-        let pump = Thread {
-            while !held.isStopped { handler.connection.readWriteDispatch(timeoutMilliseconds: 20) }
-        }
-        pump.start()
-        defer { held.stop(); while !pump.isFinished { usleep(1000) } }
-
-        let caller = try daemon.connect()
-        let outcome = HeldCalls.Box()
-        let continuing = Thread {
-            outcome.set(caller.call(UA.managerPath, UA.manager, "ContinueActivity", [
-                .string(UA.editType),
-                .stringVariantDictionary([("app-id", .string(UA.editor)), ("title", .string("Forgery target"))]),
-                .stringVariantDictionary([("timeout-ms", .uint32(8000))]),
-            ], timeoutMilliseconds: 10_000))
-        }
-        continuing.start()
-        let call = try #require(waitUntil(timeout: 10) { held.first != nil } ? held.first : nil, "the handler got no call")
+        let handler = try HoldingHandler(daemon)
+        defer { handler.stop() }
+        let continuing = try ContinuingCaller(daemon, title: "Forgery target", timeoutMilliseconds: 8000)
+        let call = try #require(waitUntil(timeout: 10) { handler.held.first != nil } ? handler.held.first : nil,
+                                "the handler got no call")
 
         // Positive control: this bus delivers unrequested replies, so the forgery below reaches the daemon.
         let rogue = try RawBusConnection(address: daemon.bus.address)
-        try rogue.send(.methodReturn, destination: handler.uniqueName, path: nil, interface: nil, member: nil,
-                       replySerial: 4242, values: [.boolean(true)])
-        #expect(waitUntil(timeout: 5) { held.strays.contains(rogue.uniqueName) },
+        try rogue.send(.methodReturn, destination: handler.client.uniqueName, path: nil, interface: nil, member: nil,
+                       replySerial: HoldingHandler.straySerial, values: [.boolean(true)])
+        #expect(waitUntil(timeout: 5) { handler.held.strays.contains(rogue.uniqueName) },
                 "an unrequested reply from another connection reached the handler's connection")
 
         try rogue.send(.methodReturn, destination: try #require(call.sender), path: nil, interface: nil, member: nil,
                        replySerial: call.serial, values: [.boolean(true)])
         Thread.sleep(forTimeInterval: 0.5)
-        #expect(outcome.value == nil, "the forged 'true' must not finish the continuation: \(String(describing: outcome.value))")
+        #expect(continuing.outcome.value == nil,
+                "the forged 'true' must not finish the continuation: \(String(describing: continuing.outcome.value))")
 
         // The real handler's answer decides.
-        handler.connection.send(try Message.methodReturn(to: call, [.boolean(false)]))
-        #expect(waitUntil(timeout: 10) { outcome.value != nil })
-        guard case .failure(let failure)? = outcome.value else {
-            Issue.record("the continuation succeeded: \(String(describing: outcome.value))")
+        handler.client.connection.send(try Message.methodReturn(to: call, [.boolean(false)]))
+        #expect(waitUntil(timeout: 10) { continuing.outcome.value != nil })
+        guard case .failure(let failure)? = continuing.outcome.value else {
+            Issue.record("the continuation succeeded: \(String(describing: continuing.outcome.value))")
             return
         }
         #expect(failure.name == UA.error(.continuationFailed), "\(failure)")
-        while !continuing.isFinished { usleep(1000) }
+        continuing.wait()
     }
 
     @Test("A handler that leaves without answering fails the continuation at once, not at its deadline")
     func handlerLeavingFailsAtOnce() throws {
         let daemon = try ActivatedDaemon()
         _ = try daemon.activate()
-        let handler = try daemon.connect()
-        try handler.manager("RegisterApplication", [.string(UA.editor)])
-        try handler.manager("RegisterHandler", [.objectPath("/com/example/Editor/Handler")])
-        let held = HeldCalls()
-        try handler.connection.addFilter { message in
-            guard message.kind == .methodCall, message.member == "ContinueActivity" else { return false }
-            held.hold(message)
-            return true
-        }
-        let pump = Thread {
-            while !held.isStopped { handler.connection.readWriteDispatch(timeoutMilliseconds: 20) }
-        }
-        pump.start()
-
-        let caller = try daemon.connect()
-        let outcome = HeldCalls.Box()
+        let handler = try HoldingHandler(daemon)
         let started = Date()
-        let continuing = Thread {
-            outcome.set(caller.call(UA.managerPath, UA.manager, "ContinueActivity", [
-                .string(UA.editType),
-                .stringVariantDictionary([("app-id", .string(UA.editor)), ("title", .string("Left behind"))]),
-                .stringVariantDictionary([("timeout-ms", .uint32(20_000))]),
-            ], timeoutMilliseconds: 30_000))
-        }
-        continuing.start()
-        #expect(waitUntil(timeout: 10) { held.first != nil }, "the handler got no call")
+        let continuing = try ContinuingCaller(daemon, title: "Left behind", timeoutMilliseconds: 20_000)
+        #expect(waitUntil(timeout: 10) { handler.held.first != nil }, "the handler got no call")
         // The app goes away with the daemon's call unanswered: the bus tells
         // the daemon so (NoReply, from the bus itself).
-        held.stop()
-        while !pump.isFinished { usleep(1000) }
-        handler.connection.close()
+        handler.stop()
+        handler.client.connection.close()
 
-        #expect(waitUntil(timeout: 15) { outcome.value != nil })
+        #expect(waitUntil(timeout: 15) { continuing.outcome.value != nil })
         let elapsed = Date().timeIntervalSince(started)
-        guard case .failure(let failure)? = outcome.value else {
-            Issue.record("the continuation succeeded: \(String(describing: outcome.value))")
+        guard case .failure(let failure)? = continuing.outcome.value else {
+            Issue.record("the continuation succeeded: \(String(describing: continuing.outcome.value))")
             return
         }
         #expect(failure.name == UA.error(.remoteApplicationTimedOut), "\(failure)")
         #expect(failure.message.contains("could not be reached"), "\(failure.message)")
         #expect(elapsed < 10, "the continuation waited \(elapsed) s, for its 20 s deadline rather than the bus's answer")
-        while !continuing.isFinished { usleep(1000) }
+        continuing.wait()
+    }
+
+    /// The editor's continuation handler on a connection of its own: it holds
+    /// every ContinueActivity call and notes replies with ``straySerial``
+    /// that nobody asked it for.
+    private final class HoldingHandler: @unchecked Sendable {
+        static let straySerial: UInt32 = 4242
+        let client: Client
+        let held = HeldCalls()
+        private var pump: Thread?
+
+        init(_ daemon: ActivatedDaemon) throws {
+            client = try daemon.connect()
+            try client.manager("RegisterApplication", [.string(UA.editor)])
+            try client.manager("RegisterHandler", [.objectPath("/com/example/Editor/Handler")])
+            try client.connection.addFilter { [held] message in
+                if message.kind == .methodReturn, message.replySerial == Self.straySerial, let sender = message.sender {
+                    held.stray(from: sender)
+                    return true
+                }
+                guard message.kind == .methodCall, message.member == "ContinueActivity" else { return false }
+                held.hold(message)
+                return true
+            }
+            let connection = client.connection
+            let pump = Thread { [held] in
+                while !held.isStopped { connection.readWriteDispatch(timeoutMilliseconds: 20) }
+            }
+            self.pump = pump
+            pump.start()
+        }
+
+        func stop() {
+            held.stop()
+            while pump?.isFinished == false { usleep(1000) }
+        }
+    }
+
+    /// ContinueActivity of an editor activity, called on a thread of its own.
+    private final class ContinuingCaller: @unchecked Sendable {
+        let outcome = HeldCalls.Box()
+        private var thread: Thread?
+
+        init(_ daemon: ActivatedDaemon, title: String, timeoutMilliseconds: UInt32) throws {
+            let caller = try daemon.connect()
+            let thread = Thread { [outcome] in
+                outcome.set(caller.call(UA.managerPath, UA.manager, "ContinueActivity", [
+                    .string(UA.editType),
+                    .stringVariantDictionary([("app-id", .string(UA.editor)), ("title", .string(title))]),
+                    .stringVariantDictionary([("timeout-ms", .uint32(timeoutMilliseconds))]),
+                ], timeoutMilliseconds: Int32(timeoutMilliseconds) + 10_000))
+            }
+            self.thread = thread
+            thread.start()
+        }
+
+        func wait() { while thread?.isFinished == false { usleep(1000) } }
     }
 
     /// Calls a test handler keeps unanswered, and replies nobody asked it for.
