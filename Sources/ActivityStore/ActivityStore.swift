@@ -176,63 +176,36 @@ public final class ActivityStore: Sendable {
         }
     }
 
-    /// Records the terms FTS5 will index for these texts (see `Schema.version2`).
-    private static func addTerms(_ db: SQLiteConnection, _ texts: [String]) throws(StoreError) {
-        let tokenizer = try db.ftsTokenizer()
-        var seen = Set<String>()
-        for text in texts {
-            for token in tokenizer.tokens(text) where seen.insert(token).inserted {
-                try db.withStatement("INSERT OR IGNORE INTO terms(term) VALUES (?1)") { statement throws(StoreError) in
-                    try statement.bind(1, token)
-                    try statement.run()
-                }
-            }
-        }
-    }
-
-    /// The indexed terms that start with the last query word, when they are
-    /// few enough to OR together (nil: use FTS5's own prefix query).
-    public static let maximumExpandedTerms = 32
+    /// Query words beyond this are ignored (a pasted page must not make one
+    /// query cost seconds for everyone else on the bus).
+    public static let maximumQueryWords = 64
 
     /// The schema version this build writes (`PRAGMA user_version`).
     public static var schemaVersion: Int { Schema.currentVersion }
 
-    private static func lastWordTerms(_ db: SQLiteConnection, lastWord: String) throws(StoreError) -> [String]? {
-        let folded = try db.ftsTokenizer().tokens(lastWord, forQuery: true)
-        // Up to three characters the prefix indexes are fast; a word FTS5 splits is left to it.
-        guard folded.count == 1, let prefix = folded.first, prefix.unicodeScalars.count > 3 else { return nil }
-        var terms: [String] = []
-        try db.withStatement("""
-            SELECT term FROM terms WHERE term >= ?1 AND term < ?1 || char(1114111) LIMIT ?2
-            """) { statement throws(StoreError) in
-            try statement.bind(1, prefix)
-            try statement.bind(2, maximumExpandedTerms + 1)
-            while try statement.step() { terms.append(statement.text(0)) }
-        }
-        return terms.count <= maximumExpandedTerms ? terms : nil
-    }
-
     private static func upsert(_ db: SQLiteConnection, _ encoded: EncodedRecord, now: Int64, hour: Int,
                                countsAsUse: Bool) throws(StoreError) -> String {
         let record = encoded.record
-        struct Existing { var id: Int64; var savedID: String; var useCount: Int64; var hours: UseHours; var lastUsed: Int64 }
+        struct Existing {
+            var id: Int64; var savedID: String; var useCount: Int64; var hours: UseHours; var lastUsed: Int64
+            /// As the search index holds it, to take it out there.
+            var indexed: SearchIndex.Entry?
+        }
         var existing: Existing?
         if !record.persistentIdentifier.isEmpty {
             existing = try db.withStatement("""
-                SELECT id, saved_id, use_count, use_hours, last_used FROM entries
+                SELECT \(SQLiteConnection.indexedColumns), saved_id, use_count, use_hours FROM entries
                 WHERE app_id = ?1 AND persistent_id = ?2 AND persistent_id != ''
                 """) { statement throws(StoreError) -> Existing? in
                 try statement.bind(1, record.appID)
                 try statement.bind(2, record.persistentIdentifier)
                 guard try statement.step() else { return nil }
-                return Existing(id: statement.int64(0), savedID: statement.text(1), useCount: statement.int64(2),
-                                hours: statement.withBlob(3) { UseHours($0) }, lastUsed: statement.int64(4))
+                return Existing(id: statement.int64(0), savedID: statement.text(9), useCount: statement.int64(10),
+                                hours: statement.withBlob(11) { UseHours($0) }, lastUsed: statement.int64(6),
+                                indexed: SQLiteConnection.indexedEntry(statement))
             }
         }
         let keywordsText = record.keywords.joined(separator: "\n")
-        if record.eligibleForSearch {
-            try Self.addTerms(db, [record.title, keywordsText, record.contentDescription])
-        }
 
         if var entry = existing {
             if countsAsUse {
@@ -241,8 +214,7 @@ public final class ActivityStore: Sendable {
                 entry.hours.add(hour: hour)
                 // Move the entry to the end of rowid order (see Schema.version1):
                 // rowid order stays last-use order, which search relies on.
-                let last = try Self.highestRowID(db)
-                if entry.id != last { entry.id = last + 1 }
+                if entry.id != (try Self.highestRowID(db)) { entry.id = try Self.nextRowID(db) }
             }
             try db.withStatement("""
                 UPDATE entries SET id = ?1, activity_type = ?2, title = ?3, content_description = ?4,
@@ -269,11 +241,15 @@ public final class ActivityStore: Sendable {
                 try statement.bind(16, entry.savedID)
                 try statement.run()
             }
+            if let old = entry.indexed { db.pendingIndexChanges.append(.remove(old)) }
+            if record.eligibleForSearch {
+                db.pendingIndexChanges.append(.add(indexed(record, rowID: entry.id, keywords: keywordsText, lastUsed: entry.lastUsed)))
+            }
             return entry.savedID
         }
 
         let savedID = newSavedID()
-        let rowID = try highestRowID(db) + 1
+        let rowID = try nextRowID(db)
         var hours = UseHours()
         if countsAsUse { hours.add(hour: hour) }
         try db.withStatement("""
@@ -303,7 +279,33 @@ public final class ActivityStore: Sendable {
             db.entryCountByApp[record.appID]? += 1
             try statement.run()
         }
+        if record.eligibleForSearch {
+            db.pendingIndexChanges.append(.add(indexed(record, rowID: rowID, keywords: keywordsText, lastUsed: now)))
+        }
         return savedID
+    }
+
+    private static func indexed(_ record: SavedActivityRecord, rowID: Int64, keywords: String, lastUsed: Int64) -> SearchIndex.Entry {
+        SearchIndex.Entry(rowID: rowID, title: record.title, keywords: keywords, description: record.contentDescription,
+                          appID: record.appID, activityType: record.activityType, lastUsed: lastUsed,
+                          expiration: record.expirationDate)
+    }
+
+    /// The rowid for a new or just-used entry: one above the largest. When
+    /// that would not fit the search index's 32 bits (four billion uses
+    /// after the store was made), the rowids are first renumbered 1…n in
+    /// the same order, which keeps last-use order and frees the space.
+    private static func nextRowID(_ db: SQLiteConnection) throws(StoreError) -> Int64 {
+        let next = try highestRowID(db) + 1
+        guard next > db.rowIDCeiling else { return next }
+        try db.execute("""
+            UPDATE entries SET id = -id;
+            UPDATE entries SET id = renumbered.position
+                FROM (SELECT id AS negated, row_number() OVER (ORDER BY id DESC) AS position FROM entries) AS renumbered
+                WHERE entries.id = renumbered.negated;
+            """)
+        db.pendingIndexChanges.append(.rebuild)
+        return try highestRowID(db) + 1
     }
 
     /// The largest rowid in use (0 when empty): new and just-used entries get
@@ -406,12 +408,14 @@ public final class ActivityStore: Sendable {
     /// Full-text search over search-eligible, unexpired entries, best first.
     ///
     /// Query semantics (the D-Bus contract): words are what FTS5's
-    /// `unicode61` tokenizer calls tokens (letters and digits, any script);
-    /// matching ignores case and diacritics (`cafe` finds `Café`); every word
-    /// must occur in the title, keywords or content description; only the last
-    /// word also matches as a prefix (search as you type). Any text is valid:
-    /// `OR`, `NOT`, `NEAR`, quotes, `*`, parentheses and colons are plain text.
-    /// A query without words returns `[]`. Only the first 64 words count.
+    /// `unicode61` tokenizer (diacritics removed) calls tokens: letters and
+    /// digits, any script, split where it splits; matching ignores case and
+    /// diacritics (`cafe` finds `Café`); every word must occur in the title,
+    /// keywords or content description; only the last word also matches as a
+    /// prefix (search as you type). Any text is valid: `OR`, `NOT`, `NEAR`,
+    /// quotes, `*`, parentheses and colons are plain text. A query without
+    /// words returns `[]`. Only the first 64 words count. The words are
+    /// looked up in ``SearchIndex``, in memory.
     ///
     /// Ranking: `score = relevance × (1 + 2^(−age / 7 days))`, where `age` is
     /// `now − lastUsed` (≥ 0), so a just-used entry counts up to twice as much
@@ -419,56 +423,36 @@ public final class ActivityStore: Sendable {
     /// term-frequency part, summed over the three columns with weights title 3,
     /// keywords 2, description 1:
     /// `Σ w · h·(k1+1) / (h + k1·(1 − b + b·len/avgLen))`, k1 = 1.2, b = 0.75,
-    /// `h` the query-word occurrences in the column (from FTS5 `highlight()`),
-    /// `len` its length in words, `avgLen` 8, 8 and 24 words. BM25's IDF is
-    /// left out: every result contains every query word, so IDF would only
-    /// reweight words against each other, and computing it makes FTS5 walk
-    /// each word's whole posting list (2 ms for a word in all of 100 000
-    /// entries, 4 ms more for a prefix).
+    /// `h` the occurrences of the query's distinct terms in the column (the
+    /// last word's: every term it begins), `len` the column's length in
+    /// words, `avgLen` 8, 8 and 24 words. BM25's IDF is left out: every
+    /// result contains every query word, so IDF would only reweight words
+    /// against each other.
     ///
     /// Bounded work: candidates are the matching entries in last-use order
-    /// (FTS5 rowid order, see `Schema.version1`), at most
+    /// (rowid order, see `Schema.version1`), at most
     /// `min(max(2 × limit, 100), 400)` of them; when more entries match, the
-    /// least recently used ones are not ranked. App and type filters run
-    /// inside the FTS5 query.
+    /// least recently used ones are not ranked.
     ///
     /// - Parameters:
     ///   - limit: 0 = 20; at most 200.
     ///   - appID: only this app's entries, when given.
     ///   - activityTypes: only these types, when not empty.
     public func search(query: String, limit: Int, appID: String?, activityTypes: [String], now: Int64) throws -> [SearchHit] {
-        guard let lastWord = SearchQuery.words(in: query).prefix(SearchQuery.maximumWords).last else { return [] }
         let limit = Self.clampedLimit(limit, default: 20)
         let candidateLimit = min(max(2 * limit, 100), 400)
         return try connection.withLock { db throws(StoreError) in
-            let expansion = try Self.lastWordTerms(db, lastWord: lastWord)
-            if expansion?.isEmpty == true { return [] } // no indexed term starts with it
-            guard let expression = SearchQuery.matchExpression(for: query, appID: appID, activityTypes: activityTypes,
-                                                               lastWordTerms: expansion) else { return [] }
-            var candidates: [(rowID: Int64, score: Double, lastUsed: Int64)] = []
-            candidates.reserveCapacity(candidateLimit)
-            try db.withStatement("""
-                SELECT entries_fts.rowid,
-                    highlight(entries_fts, 0, char(1), char(2)),
-                    highlight(entries_fts, 1, char(1), char(2)),
-                    highlight(entries_fts, 2, char(1), char(2)),
-                    e.last_used
-                FROM entries_fts JOIN entries AS e ON e.id = entries_fts.rowid
-                WHERE entries_fts MATCH ?1 AND (e.expiration = 0 OR e.expiration > ?2)
-                ORDER BY entries_fts.rowid DESC
-                LIMIT ?3
-                """) { statement throws(StoreError) in
-                try statement.bind(1, expression)
-                try statement.bind(2, now)
-                try statement.bind(3, candidateLimit)
-                while try statement.step() {
-                    let relevance = Ranking.relevance(title: statement.text(1), keywords: statement.text(2),
-                                                      description: statement.text(3))
-                    let lastUsed = statement.int64(4)
-                    candidates.append((statement.int64(0), relevance * (1 + Ranking.recency(lastUsed: lastUsed, now: now)), lastUsed))
-                }
+            let words = Array(try db.ftsTokenizer().tokens(query, forQuery: true).prefix(Self.maximumQueryWords))
+            guard !words.isEmpty else { return [] }
+            let candidates = try db.withSearchIndex { index in
+                index.candidates(words: words, appID: appID, activityTypes: activityTypes, now: now, limit: candidateLimit)
             }
-            let best = candidates.sorted { $0.score != $1.score ? $0.score > $1.score : $0.rowID > $1.rowID }.prefix(limit)
+            let ranked = candidates.map { candidate in
+                (rowID: Int64(candidate.rowID),
+                 score: Ranking.relevance(candidate.hits, candidate.document)
+                    * (1 + Ranking.recency(lastUsed: candidate.document.lastUsed, now: now)))
+            }
+            let best = ranked.sorted { $0.score != $1.score ? $0.score > $1.score : $0.rowID > $1.rowID }.prefix(limit)
             var hits: [SearchHit] = []
             hits.reserveCapacity(best.count)
             for candidate in best {
@@ -564,15 +548,16 @@ public final class ActivityStore: Sendable {
             try db.transaction { () throws(StoreError) in
                 var deleted = 0
                 for identifier in Set(persistentIdentifiers) where !identifier.isEmpty {
-                    try db.withStatement("""
+                    deleted += try db.withStatement("""
                         DELETE FROM entries WHERE app_id = ?1 AND persistent_id = ?2 AND persistent_id != ''
+                        RETURNING \(SQLiteConnection.indexedColumns)
                         """) { statement throws(StoreError) in
                         try statement.bind(1, appID)
                         try statement.bind(2, identifier)
-                        try statement.run()
+                        return try Self.unindexDeletedRows(db, statement)
                     }
-                    deleted += db.changes
                 }
+                db.entryCountByApp[appID] = nil
                 return deleted
             }
         }
@@ -587,7 +572,7 @@ public final class ActivityStore: Sendable {
     /// Deletes every entry of every app (`ForgetAll`). Returns how many were deleted.
     @discardableResult
     public func deleteAll() throws -> Int {
-        try run("DELETE FROM entries", [])
+        try run("DELETE FROM entries", [], returnsIndexedColumns: false)
     }
 
     /// Deletes the entry with this saved ID; `true` when there was one.
@@ -661,11 +646,15 @@ public final class ActivityStore: Sendable {
         }
     }
 
-    /// Merges the full-text index's segments and updates the planner's
-    /// statistics; worth calling when idle after many writes.
+    /// Lowers the rowid ceiling (see `nextRowID`) so that tests reach it.
+    func lowerRowIDCeiling(to ceiling: Int64) {
+        connection.withLock { $0.rowIDCeiling = ceiling }
+    }
+
+    /// Updates the query planner's statistics; worth calling when idle after many writes.
     public func optimize() throws {
         try connection.withLock { db throws(StoreError) in
-            try db.execute("INSERT INTO entries_fts(entries_fts) VALUES ('optimize'); PRAGMA optimize;")
+            try db.execute("PRAGMA optimize")
         }
     }
 
@@ -675,23 +664,41 @@ public final class ActivityStore: Sendable {
     }
 
     /// Runs one DELETE in its own transaction and returns the rows it removed.
-    private func run(_ sql: String, _ parameters: [Parameter]) throws(StoreError) -> Int {
+    ///
+    /// The deleted rows come back (`RETURNING`) so that the search index can
+    /// drop exactly them; deleting everything just empties it.
+    private func run(_ sql: String, _ parameters: [Parameter], returnsIndexedColumns: Bool = true) throws(StoreError) -> Int {
         try connection.withLock { db throws(StoreError) in
             try db.transaction { () throws(StoreError) in
-                try db.withStatement(sql) { statement throws(StoreError) in
+                let sql = returnsIndexedColumns ? sql + " RETURNING " + SQLiteConnection.indexedColumns : sql
+                let deleted = try db.withStatement(sql) { statement throws(StoreError) in
                     for (index, parameter) in parameters.enumerated() {
                         switch parameter {
                         case .text(let text): try statement.bind(Int32(index + 1), text)
                         case .integer(let value): try statement.bind(Int32(index + 1), value)
                         }
                     }
+                    if returnsIndexedColumns { return try Self.unindexDeletedRows(db, statement) }
                     try statement.run()
+                    db.pendingIndexChanges.append(.rebuild)
+                    return db.changes
                 }
                 // Any delete may change any app's count.
                 db.entryCountByApp.removeAll()
-                return db.changes
+                return deleted
             }
         }
+    }
+
+    /// Steps a `DELETE … RETURNING indexedColumns` to the end, queueing the
+    /// removal of each searchable row from the index. Returns the rows deleted.
+    private static func unindexDeletedRows(_ db: SQLiteConnection, _ statement: Statement) throws(StoreError) -> Int {
+        var deleted = 0
+        while try statement.step() {
+            deleted += 1
+            if let entry = SQLiteConnection.indexedEntry(statement) { db.pendingIndexChanges.append(.remove(entry)) }
+        }
+        return deleted
     }
 }
 
@@ -719,20 +726,17 @@ enum Ranking {
         return 0.2 + 0.8 * Double(window) / Double(total)
     }
 
-    /// BM25's term-frequency part over the three highlighted columns.
-    static func relevance(title: String, keywords: String, description: String) -> Double {
-        column(title, weight: 3, averageLength: 8)
-            + column(keywords, weight: 2, averageLength: 8)
-            + column(description, weight: 1, averageLength: 24)
+    /// BM25's term-frequency part over the three searched columns.
+    static func relevance(_ hits: SearchIndex.Hits, _ document: SearchIndex.Document) -> Double {
+        column(hits: hits.title, length: document.titleLength, weight: 3, averageLength: 8)
+            + column(hits: hits.keywords, length: document.keywordsLength, weight: 2, averageLength: 8)
+            + column(hits: hits.description, length: document.descriptionLength, weight: 1, averageLength: 24)
     }
 
-    private static func column(_ highlighted: String, weight: Double, averageLength: Double) -> Double {
-        var hits = 0
-        for byte in highlighted.utf8 where byte == 1 { hits += 1 }
+    private static func column(hits: Int, length: UInt16, weight: Double, averageLength: Double) -> Double {
         guard hits > 0 else { return 0 }
-        let length = Double(SearchQuery.wordCount(in: highlighted))
         let h = Double(hits)
-        return weight * h * (k1 + 1) / (h + k1 * (1 - b + b * length / averageLength))
+        return weight * h * (k1 + 1) / (h + k1 * (1 - b + b * Double(length) / averageLength))
     }
 }
 

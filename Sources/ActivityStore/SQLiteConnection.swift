@@ -33,6 +33,18 @@ final class SQLiteConnection {
     /// by inserts, cleared by deletes.
     var entryCountByApp: [String: Int] = [:]
 
+    /// The index Search reads (see ``SearchIndex``); `nil` until built, and
+    /// again when a change could not be applied.
+    var searchIndex: SearchIndex?
+    /// `PRAGMA data_version` when the index was built: it changes when
+    /// another connection commits, which the index has not seen.
+    var searchIndexDataVersion: Int64 = 0
+    /// The open transaction's changes to the index, applied after COMMIT.
+    var pendingIndexChanges: [SearchIndex.Change] = []
+    /// Rowids stay at or below this so that the index can hold them in 32
+    /// bits (tests lower it).
+    var rowIDCeiling = Int64(UInt32.max)
+
     /// FTS5's tokenizer, made on first use (it needs the connection).
     private var tokenizer: FTS5Tokenizer?
 
@@ -94,11 +106,14 @@ final class SQLiteConnection {
     /// front, so a read-then-write (upsert) never fails half-way with BUSY.
     func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
         try execute("BEGIN IMMEDIATE")
+        pendingIndexChanges.removeAll()
         do {
             let result = try body()
             try execute("COMMIT")
+            applyPendingIndexChanges()
             return result
         } catch {
+            pendingIndexChanges.removeAll()
             // A failed COMMIT can leave the transaction open; after some errors
             // (SQLITE_FULL, IOERR) SQLite has already rolled back, so ignore the result.
             if sqlite3_get_autocommit(handle) == 0 { sqlite3_exec(handle, "ROLLBACK", nil, nil, nil) }

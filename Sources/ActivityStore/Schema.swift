@@ -13,7 +13,7 @@ import CSQLite
 /// what we know) is refused rather than "downgraded".
 enum Schema {
     /// Index `i` upgrades a database from `user_version` `i` to `i + 1`.
-    static let migrations: [String] = [version1, version2]
+    static let migrations: [String] = [version1, version2, version3]
 
     static var currentVersion: Int { migrations.count }
 
@@ -126,6 +126,24 @@ enum Schema {
         CREATE VIRTUAL TABLE temp.entries_vocabulary USING fts5vocab(main, entries_fts, 'row');
         INSERT OR IGNORE INTO terms(term) SELECT term FROM temp.entries_vocabulary;
         DROP TABLE temp.entries_vocabulary;
+        """
+
+    /// Version 3: search no longer uses FTS5 (see `SearchIndex`): its table,
+    /// the triggers that fed it, the term dictionary and the scope column go.
+    ///
+    /// Why drop rather than keep them as a fallback: every Donate paid for
+    /// four FTS5 indexes (the terms and three prefix lengths) and the term
+    /// dictionary, about half of the file at 100 000 entries, for queries
+    /// that no longer read them. The pages they held are reused by later
+    /// writes (the file does not shrink by itself; `VACUUM` cannot run inside
+    /// the migration's transaction).
+    static let version3 = """
+        DROP TRIGGER entries_fts_insert;
+        DROP TRIGGER entries_fts_delete;
+        DROP TRIGGER entries_fts_update;
+        DROP TABLE entries_fts;
+        DROP TABLE terms;
+        ALTER TABLE entries DROP COLUMN scope;
         """
 
     /// Brings the database to ``currentVersion``, one transaction per step.

@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: Apache-2.0
+@testable import ActivityStore
+import Foundation
+import Testing
+
+/// The in-memory search index against a brute-force reading of the same
+/// entries: random saves, re-saves, deletes and expiry, then random queries,
+/// each answered both ways.
+@Suite struct SearchIndexTests {
+    /// Words whose folding is plain (lowercase, Latin diacritics removed), so
+    /// that the reference below can fold them with Foundation.
+    static let vocabulary = ["café", "Cafe", "cafés", "Résumé", "resume", "naïve", "ÜBER", "über", "uber",
+                             "report", "reports", "repo", "Quarterly", "quart", "plan", "plans", "planet",
+                             "zebra", "x1", "2024", "ñandú", "garden", "gardening", "notes", "Note"]
+    static let apps = ["com.example.A", "com.example.B", "org.example.C"]
+
+    struct Model {
+        var app: String
+        var type: String
+        var title: String
+        var keywords: [String]
+        var description: String
+        var searchable: Bool
+        var expiration: Int64
+        var lastUsed: Int64
+    }
+
+    static func fold(_ word: String) -> String {
+        word.folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil).lowercased()
+    }
+
+    static func tokens(_ text: String) -> [String] {
+        text.split { !$0.isLetter && !$0.isNumber }.map { fold(String($0)) }
+    }
+
+    /// The contract's matching and ranking, computed from scratch.
+    static func expected(_ models: [String: Model], query: String, app: String?, types: [String],
+                         now: Int64) -> [String: Double] {
+        let words = tokens(query)
+        guard let last = words.last else { return [:] }
+        let exact = Set(words.dropLast())
+        var scores: [String: Double] = [:]
+        for (key, model) in models where model.searchable && (model.expiration == 0 || model.expiration > now) {
+            if let app, model.app != app { continue }
+            if !types.isEmpty, !types.contains(model.type) { continue }
+            let columns = [tokens(model.title), tokens(model.keywords.joined(separator: "\n")), tokens(model.description)]
+            let all = columns.flatMap { $0 }
+            guard exact.allSatisfy(all.contains), all.contains(where: { $0.hasPrefix(last) }) else { continue }
+            var relevance = 0.0
+            for (column, (weight, average)) in zip(columns, [(3.0, 8.0), (2.0, 8.0), (1.0, 24.0)]) {
+                let hits = Double(column.filter { exact.contains($0) || $0.hasPrefix(last) }.count)
+                guard hits > 0 else { continue }
+                relevance += weight * hits * 2.2 / (hits + 1.2 * (0.25 + 0.75 * Double(column.count) / average))
+            }
+            let age = max(0, Double(now - model.lastUsed))
+            scores[key] = relevance * (1 + exp2(-age / ActivityStore.recencyHalfLife))
+        }
+        return scores
+    }
+
+    @Test(arguments: [1, 2, 3, 4])
+    func agreesWithABruteForceReading(seed: UInt64) throws {
+        var random = SplitMix64(seed: seed)
+        let store = try ActivityStore.inMemory()
+        var models: [String: Model] = [:]   // by persistent identifier
+        var savedIDs: [String: String] = [:]
+        var now = baseTime
+        var queriesWithResults = 0
+        func words(_ range: ClosedRange<Int>) -> String {
+            (0..<Int.random(in: range, using: &random)).map { _ in Self.vocabulary.randomElement(using: &random)! }
+                .joined(separator: [" ", ", ", "-", " (", "'"].randomElement(using: &random)!)
+        }
+        for step in 0..<600 {
+            now += Int64.random(in: 1...(3 * hour), using: &random)
+            switch Int.random(in: 0..<100, using: &random) {
+            case 0..<70:
+                let id = "e\(Int.random(in: 0..<80, using: &random))"
+                let app = models[id]?.app ?? Self.apps.randomElement(using: &random)!
+                let type = app + [".edit", ".view"].randomElement(using: &random)!
+                let counts = Bool.random(using: &random)
+                var model = Model(app: app, type: type, title: words(0...5), keywords: (0..<Int.random(in: 0...3, using: &random)).map { _ in words(1...2) },
+                                  description: words(0...12), searchable: Int.random(in: 0..<5, using: &random) > 0,
+                                  expiration: Int.random(in: 0..<6, using: &random) == 0 ? now + Int64.random(in: 1...(2 * day), using: &random) : 0,
+                                  lastUsed: now)
+                if !counts, let old = models[id] { model.lastUsed = old.lastUsed }
+                let saved = try store.save(record(app: app, type: type, id: id, title: model.title, description: model.description,
+                                                  keywords: model.keywords, search: model.searchable, expiration: model.expiration),
+                                           at: now, countsAsUse: counts || models[id] == nil)
+                models[id] = model
+                savedIDs[id] = saved
+            case 70..<78:
+                if let id = models.keys.randomElement(using: &random) {
+                    #expect(try store.delete(savedID: savedIDs[id]!))
+                    models[id] = nil
+                }
+            case 78..<80:
+                let app = Self.apps.randomElement(using: &random)!
+                let removed = try store.deleteAll(appID: app)
+                #expect(removed == models.values.filter { $0.app == app }.count)
+                models = models.filter { $0.value.app != app }
+            case 80..<83:
+                let purged = try store.purgeExpired(now: now)
+                #expect(purged == models.values.filter { $0.expiration != 0 && $0.expiration <= now }.count)
+                models = models.filter { $0.value.expiration == 0 || $0.value.expiration > now }
+            case 83..<85:
+                if let id = models.keys.randomElement(using: &random) {
+                    #expect(try store.delete(appID: models[id]!.app, persistentIdentifiers: [id]) == 1)
+                    models[id] = nil
+                }
+            default:
+                let app = Bool.random(using: &random) ? nil : Self.apps.randomElement(using: &random)!
+                let types = Int.random(in: 0..<4, using: &random) == 0 ? [Self.apps.randomElement(using: &random)! + ".view"] : []
+                var query = words(1...3)
+                if Bool.random(using: &random), let last = query.last, last.isLetter {
+                    query = String(query.dropLast(Int.random(in: 0..<3, using: &random)))
+                }
+                let expected = Self.expected(models, query: query, app: app, types: types, now: now)
+                let hits = try store.search(query: query, limit: 200, appID: app, activityTypes: types, now: now)
+                let found = Dictionary(uniqueKeysWithValues: hits.map { ($0.activity.record.persistentIdentifier, $0.score) })
+                #expect(Set(found.keys) == Set(expected.keys), "step \(step): \(query) app \(app ?? "-") types \(types)")
+                for (id, score) in found {
+                    if let want = expected[id] { #expect(abs(score - want) <= 1e-9 * want, "step \(step): \(query) \(id)") }
+                }
+                #expect(zip(hits, hits.dropFirst()).allSatisfy { $0.score >= $1.score })
+                if !expected.isEmpty { queriesWithResults += 1 }
+            }
+        }
+        // The random walk must have asked questions with answers, not only empty ones.
+        #expect(queriesWithResults >= 20)
+    }
+
+    @Test func anotherConnectionsWritesAreSeen() throws {
+        let directory = try TemporaryDirectory()
+        let first = try ActivityStore(directory: directory.path, hourOfDay: ActivityStore.utcHour)
+        try first.save(record(id: "1", title: "shared garden"), at: baseTime)
+        #expect(try first.search(query: "garden", limit: 0, appID: nil, activityTypes: [], now: baseTime).count == 1)
+        let second = try ActivityStore(directory: directory.path, hourOfDay: ActivityStore.utcHour)
+        try second.save(record(id: "2", title: "second garden"), at: baseTime + 1)
+        try second.delete(savedID: try #require(try second.search(query: "shared", limit: 0, appID: nil, activityTypes: [], now: baseTime).first).activity.savedID)
+        #expect(try first.search(query: "garden", limit: 0, appID: nil, activityTypes: [], now: baseTime + 2)
+            .map(\.activity.record.title) == ["second garden"])
+    }
+
+    @Test func rowidsAreRenumberedBeforeTheyOutgrowTheIndex() throws {
+        let store = try ActivityStore.inMemory()
+        store.lowerRowIDCeiling(to: 10)
+        for n in 0..<8 { try store.save(record(id: "\(n)", title: "entry \(n) common"), at: baseTime + Int64(n)) }
+        #expect(try store.search(query: "common", limit: 0, appID: nil, activityTypes: [], now: baseTime + 100).count == 8)
+        // Each use moves an entry to max + 1: past 10 the store renumbers 1…8 and goes on.
+        for n in 0..<20 { try store.save(record(id: "\(n % 4)", title: "entry \(n % 4) common used"), at: baseTime + 10 + Int64(n)) }
+        let hits = try store.search(query: "common", limit: 0, appID: nil, activityTypes: [], now: baseTime + 100)
+        #expect(hits.count == 8)
+        let lastUses = Dictionary(uniqueKeysWithValues: hits.map { ($0.activity.record.persistentIdentifier, $0.activity.lastUsed) })
+        #expect(lastUses == ["0": baseTime + 26, "1": baseTime + 27, "2": baseTime + 28, "3": baseTime + 29,
+                             "4": baseTime + 4, "5": baseTime + 5, "6": baseTime + 6, "7": baseTime + 7])
+        #expect(try store.search(query: "used", limit: 0, appID: nil, activityTypes: [], now: baseTime + 100).count == 4)
+        for n in 0..<3 { try store.save(record(id: "new\(n)", title: "fresh common"), at: baseTime + 50 + Int64(n)) }
+        #expect(try store.search(query: "fresh", limit: 0, appID: nil, activityTypes: [], now: baseTime + 100).count == 3)
+        #expect(try store.search(query: "common", limit: 0, appID: nil, activityTypes: [], now: baseTime + 100).count == 11)
+    }
+
+    @Test func aVersion2DatabaseIsMigratedAndItsEntriesFound() throws {
+        let directory = try TemporaryDirectory()
+        do {
+            let db = try SQLiteConnection(path: directory.path + "/" + ActivityStore.fileName)
+            try db.execute(Schema.version1 + Schema.version2)
+            try db.withStatement("""
+                INSERT INTO entries (id, saved_id, app_id, activity_type, persistent_id, title, content_description,
+                    keywords, keyword_list, webpage_url, eligible_search, eligible_prediction, expiration, phrase,
+                    properties, use_count, last_used, created, use_hours)
+                VALUES (1, 'saved1', 'com.example.A', 'com.example.A.edit', 'p1', 'Old garden plan', '', '', ?1,
+                        '', 1, 1, 0, '', ?2, 1, \(baseTime), \(baseTime), x'')
+                """) { statement throws(StoreError) in
+                try statement.bind(1, try! TypedValueCodec.encode(.stringArray([])))
+                try statement.bind(2, try! TypedValueCodec.encode(.stringVariantDictionary([])))
+                try statement.run()
+            }
+            try db.execute("PRAGMA user_version = 2")
+        }
+        let store = try ActivityStore(directory: directory.path, hourOfDay: ActivityStore.utcHour)
+        #expect(try store.info().userVersion == 3)
+        #expect(try store.search(query: "gard", limit: 0, appID: nil, activityTypes: [], now: baseTime).map(\.activity.savedID) == ["saved1"])
+        try store.save(record(app: "com.example.A", id: "p1", title: "New garden plan"), at: baseTime + 1)
+        #expect(try store.search(query: "new gard", limit: 0, appID: nil, activityTypes: [], now: baseTime + 1).count == 1)
+    }
+}
