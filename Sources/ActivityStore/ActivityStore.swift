@@ -651,6 +651,14 @@ public final class ActivityStore: Sendable {
         connection.withLock { $0.rowIDCeiling = ceiling }
     }
 
+    /// Lowers the search index's merge threshold so that tests merge often.
+    func lowerSearchIndexMergeThreshold(to postings: Int) {
+        connection.withLock { db in
+            db.searchIndexMinimumMerge = postings
+            db.searchIndex?.minimumMergeThreshold = postings
+        }
+    }
+
     /// Updates the query planner's statistics; worth calling when idle after many writes.
     public func optimize() throws {
         try connection.withLock { db throws(StoreError) in

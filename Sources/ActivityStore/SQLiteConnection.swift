@@ -44,6 +44,8 @@ final class SQLiteConnection {
     /// Rowids stay at or below this so that the index can hold them in 32
     /// bits (tests lower it).
     var rowIDCeiling = Int64(UInt32.max)
+    /// `SearchIndex.minimumMergeThreshold` for indexes built here (tests lower it).
+    var searchIndexMinimumMerge = 4096
 
     /// FTS5's tokenizer, made on first use (it needs the connection).
     private var tokenizer: FTS5Tokenizer?

@@ -6,9 +6,10 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import CSQLite
 
-/// The full-text index that answers Search: one posting list per term, held
-/// in memory, built from the database when the store opens and changed after
+/// The full-text index that answers Search: every term's postings in
+/// memory, built from the database on the first search and changed after
 /// every commit that touches a searchable entry.
 ///
 /// Why not FTS5's own query: at 100 000 entries a rare two-word FTS5 query
@@ -17,9 +18,14 @@ import Darwin
 /// 5 000 entries) 1.7 ms, merging every term's doclist from every segment.
 /// Here both are a few binary searches and a merge of small arrays, and
 /// ranking needs no text: each posting carries the term's count per column.
-/// The cost is memory (about 8 bytes per indexed token plus one list per
-/// term: ~15 MiB at 100 000 bench entries, nothing for an empty store) and a
-/// scan of the searchable entries when the store opens.
+///
+/// Layout, for memory: most postings live in one array, grouped by term in
+/// byte order ("frozen"), 8 bytes each, with the terms in one byte buffer;
+/// entries indexed since live in small per-term arrays ("recent"), and
+/// entries removed since are only marked stale. When the recent or stale
+/// postings grow past a fraction of the frozen ones, the two are merged
+/// into a new frozen array. One Swift array per term instead cost 40 MiB at
+/// 100 000 bench entries (120 000 terms, most of them in one entry).
 ///
 /// Entries are identified by rowid, which is last-use order (see
 /// `Schema.version1`), so the newest matches are at the end of every list.
@@ -35,10 +41,11 @@ struct SearchIndex {
     /// What ranking needs of an entry besides its postings.
     struct Document {
         var lastUsed: Int64
-        var expiration: Int64
         var titleLength: UInt16
         var keywordsLength: UInt16
         var descriptionLength: UInt16
+        /// Whether `expirations` holds a date for it (most entries never expire).
+        var expires: Bool
     }
 
     /// A searchable entry's indexed fields, as stored.
@@ -80,27 +87,38 @@ struct SearchIndex {
         case rebuild
     }
 
-    private(set) var documents: [UInt32: Document] = [:]
-    private var postings: [String: [Posting]] = [:]
+    /// Documents as of the last merge, by rowid (two sorted arrays: a
+    /// dictionary of 100 000 would take 5 MiB), and those indexed since.
+    private var frozenDocumentRowIDs: [UInt32] = []
+    private var frozenDocuments: [Document] = []
+    private var recentDocuments: [UInt32: Document] = [:]
+    private(set) var documentCount = 0
+    private var expirations: [UInt32: Int64] = [:]
+    private var frozen = FrozenPostings()
+    /// Entries whose frozen postings no longer count: removed, or indexed
+    /// again (into `recent`) since the last merge.
+    private var staleRowIDs = Set<UInt32>()
+    private var stalePostingCount = 0
+    /// Postings of the entries indexed since the last merge.
+    private var recent: [String: [Posting]] = [:]
+    private var recentPostingCount = 0
+    /// `recent`'s terms in byte order, and those added since that was sorted.
+    private var recentSortedTerms: [String] = []
+    private var recentNewTerms: [String] = []
     private var appPostings: [String: [Posting]] = [:]
     private var typePostings: [String: [Posting]] = [:]
-    /// Every key of `postings` is in exactly one of these two: `sortedTerms`
-    /// in UTF-8 byte order (what a prefix means to FTS5 and to users of
-    /// non-Latin scripts alike), `recentTerms` unsorted until there are
-    /// enough of them to be worth a merge.
-    private var sortedTerms: [String] = []
-    private var recentTerms: [String] = []
 
-    var documentCount: Int { documents.count }
+    /// Recent (or stale) postings are merged into the frozen array when they
+    /// pass this share of it: a merge copies every posting, so rarely, but
+    /// recent ones cost a small array each.
+    var mergeDivisor = 8
+    /// Below this many, recent and stale postings never trigger a merge.
+    var minimumMergeThreshold = 4096
 
     // MARK: - Changes
 
-    mutating func removeAll() {
-        self = SearchIndex()
-    }
-
     mutating func add(_ entry: Entry, tokenizer: FTS5Tokenizer) {
-        // The store keeps rowids within 32 bits (see `ActivityStore.rowIDCeiling`).
+        // The store keeps rowids within 32 bits (see `ActivityStore.nextRowID`).
         guard let rowID = UInt32(exactly: entry.rowID) else { preconditionFailure("rowid \(entry.rowID) beyond the index") }
         let columns = [tokenizer.tokens(entry.title), tokenizer.tokens(entry.keywords), tokenizer.tokens(entry.description)]
         var counts: [String: Posting] = [:]
@@ -110,38 +128,49 @@ struct SearchIndex {
             }
         }
         for (term, posting) in counts {
-            if postings[term] == nil { recentTerms.append(term) }
-            Self.insert(posting, into: &postings[term, default: []])
+            if recent[term] == nil { recentNewTerms.append(term) }
+            Self.insert(posting, into: &recent[term, default: []])
         }
+        recentPostingCount += counts.count
         let scope = Posting(rowID: rowID, title: 0, keywords: 0, description: 0)
         Self.insert(scope, into: &appPostings[entry.appID, default: []])
         Self.insert(scope, into: &typePostings[entry.activityType, default: []])
-        documents[rowID] = Document(
-            lastUsed: entry.lastUsed, expiration: entry.expiration,
+        recentDocuments[rowID] = Document(
+            lastUsed: entry.lastUsed,
             titleLength: UInt16(clamping: columns[0].count), keywordsLength: UInt16(clamping: columns[1].count),
-            descriptionLength: UInt16(clamping: columns[2].count))
-        if recentTerms.count > Self.recentTermsLimit { mergeRecentTerms() }
+            descriptionLength: UInt16(clamping: columns[2].count), expires: entry.expiration != 0)
+        documentCount += 1
+        expirations[rowID] = entry.expiration != 0 ? entry.expiration : nil
+        if recentNewTerms.count > Self.newTermsLimit { sortNewTerms() }
+        mergeIfWorthIt()
     }
 
     /// Removes an entry as it was indexed (`entry` holds its old fields).
     mutating func remove(_ entry: Entry, tokenizer: FTS5Tokenizer) {
-        guard let rowID = UInt32(exactly: entry.rowID), documents.removeValue(forKey: rowID) != nil else { return }
-        var seen = Set<String>()
-        for text in [entry.title, entry.keywords, entry.description] {
-            for token in tokenizer.tokens(text) where seen.insert(token).inserted {
-                Self.remove(rowID, from: &postings[token, default: []])
-            }
+        guard let rowID = UInt32(exactly: entry.rowID) else { return }
+        let isRecent = recentDocuments.removeValue(forKey: rowID) != nil
+        guard isRecent || (!staleRowIDs.contains(rowID) && frozenDocumentIndex(of: rowID) != nil) else { return }
+        documentCount -= 1
+        expirations[rowID] = nil
+        var terms = Set<String>()
+        for text in [entry.title, entry.keywords, entry.description] { terms.formUnion(tokenizer.tokens(text)) }
+        if isRecent {
+            for term in terms where Self.remove(rowID, from: &recent[term, default: []]) { recentPostingCount -= 1 }
+        } else {
+            staleRowIDs.insert(rowID)
+            stalePostingCount += terms.count
         }
         Self.remove(rowID, from: &appPostings[entry.appID, default: []])
         if appPostings[entry.appID]?.isEmpty == true { appPostings[entry.appID] = nil }
         Self.remove(rowID, from: &typePostings[entry.activityType, default: []])
         if typePostings[entry.activityType]?.isEmpty == true { typePostings[entry.activityType] = nil }
+        mergeIfWorthIt()
     }
 
     /// New rowids are the largest, so this is an append but for re-indexing.
     private static func insert(_ posting: Posting, into list: inout [Posting]) {
         if let last = list.last, last.rowID >= posting.rowID {
-            let index = lowerBound(posting.rowID, in: list)
+            let index = lowerBound(posting.rowID, in: list[...])
             if index < list.count, list[index].rowID == posting.rowID {
                 list[index] = posting
             } else {
@@ -152,32 +181,123 @@ struct SearchIndex {
         }
     }
 
-    private static func remove(_ rowID: UInt32, from list: inout [Posting]) {
-        let index = lowerBound(rowID, in: list)
-        if index < list.count, list[index].rowID == rowID { list.remove(at: index) }
+    @discardableResult
+    private static func remove(_ rowID: UInt32, from list: inout [Posting]) -> Bool {
+        let index = lowerBound(rowID, in: list[...])
+        guard index < list.count, list[index].rowID == rowID else { return false }
+        list.remove(at: index)
+        return true
     }
 
-    /// Merging costs a pass over every term, so it waits for this many new ones.
-    static let recentTermsLimit = 512
+    /// Sorting waits for this many new recent terms (prefix lookups scan them).
+    static let newTermsLimit = 256
 
-    /// Sorts the recent terms into `sortedTerms`, dropping terms whose list
-    /// emptied (their keys go too, so a term that comes back is new again).
-    private mutating func mergeRecentTerms() {
-        recentTerms.sort(by: Self.precedes)
+    private mutating func sortNewTerms() {
+        recentNewTerms.sort(by: Self.precedes)
         var merged: [String] = []
-        merged.reserveCapacity(sortedTerms.count + recentTerms.count)
+        merged.reserveCapacity(recentSortedTerms.count + recentNewTerms.count)
         var i = 0, j = 0
-        while i < sortedTerms.count || j < recentTerms.count {
-            let term: String
-            if j == recentTerms.count || (i < sortedTerms.count && Self.precedes(sortedTerms[i], recentTerms[j])) {
-                term = sortedTerms[i]; i += 1
+        while i < recentSortedTerms.count || j < recentNewTerms.count {
+            if j == recentNewTerms.count || (i < recentSortedTerms.count && Self.precedes(recentSortedTerms[i], recentNewTerms[j])) {
+                merged.append(recentSortedTerms[i]); i += 1
             } else {
-                term = recentTerms[j]; j += 1
+                merged.append(recentNewTerms[j]); j += 1
             }
-            if postings[term]?.isEmpty == false { merged.append(term) } else { postings[term] = nil }
         }
-        sortedTerms = merged
-        recentTerms.removeAll(keepingCapacity: true)
+        recentSortedTerms = merged
+        recentNewTerms.removeAll(keepingCapacity: true)
+    }
+
+    private mutating func mergeIfWorthIt() {
+        let threshold = max(minimumMergeThreshold, frozen.postings.count / mergeDivisor)
+        if recentPostingCount > threshold || stalePostingCount > threshold { merge() }
+    }
+
+    /// Writes the frozen array again with the recent postings in and the
+    /// stale ones out.
+    mutating func merge() {
+        sortNewTerms()
+        var next = FrozenPostings()
+        next.postings.reserveCapacity(frozen.postings.count - stalePostingCount + recentPostingCount)
+        next.reserveTerms(frozen.termCount + recentSortedTerms.count,
+                          bytes: frozen.termBytes.count + recentSortedTerms.reduce(0) { $0 + $1.utf8.count })
+        let stale = staleRowIDs
+        var frozenIndex = 0, recentIndex = 0
+        while frozenIndex < frozen.termCount || recentIndex < recentSortedTerms.count {
+            let order: Int
+            if frozenIndex == frozen.termCount { order = 1 }
+            else if recentIndex == recentSortedTerms.count { order = -1 }
+            else { order = frozen.compare(term: frozenIndex, with: recentSortedTerms[recentIndex]) }
+            var old: ArraySlice<Posting> = []
+            var new: ArraySlice<Posting> = []
+            var termBytes: ArraySlice<UInt8>
+            if order <= 0 {
+                old = frozen.postings(of: frozenIndex)
+                termBytes = frozen.termBytes[frozen.termRange(frozenIndex)]
+                frozenIndex += 1
+            } else {
+                termBytes = ArraySlice(recentSortedTerms[recentIndex].utf8)
+            }
+            if order >= 0 {
+                new = recent[recentSortedTerms[recentIndex]]?[...] ?? []
+                if order > 0 { termBytes = ArraySlice(recentSortedTerms[recentIndex].utf8) }
+                recentIndex += 1
+            }
+            // Both runs ascend; a rowid in both is stale in the old one.
+            let before = next.postings.count
+            var o = old.startIndex, n = new.startIndex
+            while o < old.endIndex || n < new.endIndex {
+                if n == new.endIndex || (o < old.endIndex && old[o].rowID < new[n].rowID) {
+                    if stale.isEmpty || !stale.contains(old[o].rowID) { next.postings.append(old[o]) }
+                    o += 1
+                } else {
+                    next.postings.append(new[n])
+                    n += 1
+                }
+            }
+            if next.postings.count > before { next.append(term: termBytes, postingsEnd: next.postings.count) }
+        }
+        frozen = next
+        mergeDocuments(stale: stale)
+        recent = [:]
+        recentSortedTerms = []
+        recentNewTerms = []
+        recentPostingCount = 0
+        staleRowIDs = []
+        stalePostingCount = 0
+        // The old arrays went back to malloc; give their pages back to the system.
+        activitystore_release_free_memory()
+    }
+
+    private mutating func mergeDocuments(stale: Set<UInt32>) {
+        let added = recentDocuments.sorted { $0.key < $1.key }
+        var rowIDs: [UInt32] = [], documents: [Document] = []
+        rowIDs.reserveCapacity(documentCount)
+        documents.reserveCapacity(documentCount)
+        var old = 0, new = 0
+        while old < frozenDocumentRowIDs.count || new < added.count {
+            if new == added.count || (old < frozenDocumentRowIDs.count && frozenDocumentRowIDs[old] < added[new].key) {
+                if stale.isEmpty || !stale.contains(frozenDocumentRowIDs[old]) {
+                    rowIDs.append(frozenDocumentRowIDs[old])
+                    documents.append(frozenDocuments[old])
+                }
+                old += 1
+            } else {
+                // A rowid in both is stale in the old array.
+                if old < frozenDocumentRowIDs.count, frozenDocumentRowIDs[old] == added[new].key { old += 1 }
+                rowIDs.append(added[new].key)
+                documents.append(added[new].value)
+                new += 1
+            }
+        }
+        frozenDocumentRowIDs = rowIDs
+        frozenDocuments = documents
+        recentDocuments = [:]
+    }
+
+    private func frozenDocumentIndex(of rowID: UInt32, before end: Int? = nil) -> Int? {
+        let found = Self.lastIndex(notAbove: rowID, in: frozenDocumentRowIDs[...], before: end ?? frozenDocumentRowIDs.count)
+        return found >= 0 && frozenDocumentRowIDs[found] == rowID ? found : nil
     }
 
     static func precedes(_ a: String, _ b: String) -> Bool {
@@ -186,22 +306,6 @@ struct SearchIndex {
 
     // MARK: - Queries
 
-    /// The indexed terms that start with `prefix` (itself included).
-    func terms(withPrefix prefix: String) -> [String] {
-        var low = 0, high = sortedTerms.count
-        while low < high {
-            let middle = (low + high) / 2
-            if Self.precedes(sortedTerms[middle], prefix) { low = middle + 1 } else { high = middle }
-        }
-        var found: [String] = []
-        while low < sortedTerms.count, sortedTerms[low].utf8.starts(with: prefix.utf8) {
-            found.append(sortedTerms[low])
-            low += 1
-        }
-        for term in recentTerms where term.utf8.starts(with: prefix.utf8) { found.append(term) }
-        return found
-    }
-
     /// The newest `limit` unexpired entries that contain every word of
     /// `words` (the last one also as a prefix) and match the filters, with
     /// their hits per column, newest first.
@@ -209,78 +313,129 @@ struct SearchIndex {
                     limit: Int) -> [(rowID: UInt32, document: Document, hits: Hits)] {
         guard let last = words.last, limit > 0 else { return [] }
         var groups: [Group] = []
-        var exactTerms = Set<String>()
-        for word in words.dropLast() where exactTerms.insert(word).inserted {
-            guard let list = postings[word], !list.isEmpty else { return [] }
-            groups.append(Group(lists: [list], counted: [true]))
+        var exactTerms: [String] = []
+        for word in words.dropLast() where !exactTerms.contains(word) {
+            exactTerms.append(word)
+            var group = Group()
+            if let index = frozen.index(of: word) { group.add(frozen.postings(of: index), isFrozen: true, counted: true) }
+            if let list = recent[word], !list.isEmpty { group.add(list[...], isFrozen: false, counted: true) }
+            guard group.total > 0 else { return [] }
+            groups.append(group)
         }
-        let expansion = terms(withPrefix: last).compactMap { term -> (list: [Posting], counted: Bool)? in
-            guard let list = postings[term], !list.isEmpty else { return nil }
-            // A term that is also an exact word is counted once, there.
-            return (list, !exactTerms.contains(term))
+        // The last word: every term it begins. A term that is also an exact
+        // word is counted once, there.
+        var expansion = Group()
+        for index in frozen.indices(withPrefix: last) {
+            expansion.add(frozen.postings(of: index), isFrozen: true,
+                          counted: !exactTerms.contains { frozen.compare(term: index, with: $0) == 0 })
         }
-        guard !expansion.isEmpty else { return [] }
-        groups.append(Group(lists: expansion.map(\.list), counted: expansion.map(\.counted)))
+        for term in recentTerms(withPrefix: last) {
+            if let list = recent[term], !list.isEmpty {
+                expansion.add(list[...], isFrozen: false, counted: !exactTerms.contains(term))
+            }
+        }
+        guard expansion.total > 0 else { return [] }
+        groups.append(expansion)
         if let appID {
             guard let list = appPostings[appID] else { return [] }
-            groups.append(Group(lists: [list], counted: [false]))
+            var group = Group()
+            group.add(list[...], isFrozen: false, counted: false)
+            groups.append(group)
         }
         if !activityTypes.isEmpty {
-            let lists = Set(activityTypes).compactMap { typePostings[$0] }
-            guard !lists.isEmpty else { return [] }
-            groups.append(Group(lists: lists, counted: Array(repeating: false, count: lists.count)))
+            var group = Group()
+            for type in Set(activityTypes) {
+                if let list = typePostings[type] { group.add(list[...], isFrozen: false, counted: false) }
+            }
+            guard group.total > 0 else { return [] }
+            groups.append(group)
         }
 
+        let stale = staleRowIDs
+        let frozenCounts = { (rowID: UInt32) in stale.isEmpty || !stale.contains(rowID) }
         let driverIndex = groups.indices.min { groups[$0].total < groups[$1].total }!
         let driver = groups.remove(at: driverIndex)
-        for index in groups.indices { groups[index].prepareMembership(checks: driver.total) }
+        for index in groups.indices { groups[index].prepareMembership(checks: driver.total, frozenCounts: frozenCounts) }
 
         var found: [(rowID: UInt32, document: Document, hits: Hits)] = []
-        driver.forEachDescending { rowID, driverHits in
+        var frozenDocumentEnd = frozenDocumentRowIDs.count
+        driver.forEachDescending(frozenCounts: frozenCounts) { rowID, driverHits in
+            let frozenValid = frozenCounts(rowID)
             var hits = driverHits
             for index in groups.indices {
-                guard let groupHits = groups[index].hits(of: rowID) else { return true }
+                guard let groupHits = groups[index].hits(of: rowID, frozenValid: frozenValid) else { return true }
                 hits.add(groupHits)
             }
-            guard let document = documents[rowID], document.expiration == 0 || document.expiration > now else { return true }
+            let document: Document
+            if let recentDocument = recentDocuments[rowID] {
+                document = recentDocument
+            } else {
+                // Candidates come newest first: gallop back from the last one.
+                let index = Self.lastIndex(notAbove: rowID, in: frozenDocumentRowIDs[...], before: frozenDocumentEnd)
+                frozenDocumentEnd = index + 1
+                guard index >= 0, frozenDocumentRowIDs[index] == rowID, frozenValid else { return true }
+                document = frozenDocuments[index]
+            }
+            if document.expires, let expiration = expirations[rowID], expiration <= now { return true }
             found.append((rowID, document, hits))
             return found.count < limit
         }
         return found
     }
 
+    private func recentTerms(withPrefix prefix: String) -> [String] {
+        var low = 0, high = recentSortedTerms.count
+        while low < high {
+            let middle = (low + high) / 2
+            if Self.precedes(recentSortedTerms[middle], prefix) { low = middle + 1 } else { high = middle }
+        }
+        var found: [String] = []
+        while low < recentSortedTerms.count, recentSortedTerms[low].utf8.starts(with: prefix.utf8) {
+            found.append(recentSortedTerms[low])
+            low += 1
+        }
+        for term in recentNewTerms where term.utf8.starts(with: prefix.utf8) { found.append(term) }
+        return found
+    }
+
     /// One query word (the last one: all its extensions), or a filter: an
     /// entry belongs to the group when it is in any of the lists.
     private struct Group {
-        let lists: [[Posting]]
+        private(set) var lists: [ArraySlice<Posting>] = []
+        /// Frozen lists may hold stale postings (see `staleRowIDs`).
+        private(set) var isFrozen: [Bool] = []
         /// Whether a list's counts go into the hits (filters and repeated terms do not).
-        let counted: [Bool]
-        let total: Int
-        let anyCounted: Bool
+        private(set) var counted: [Bool] = []
+        private(set) var total = 0
+        private var anyCounted = false
+        /// Where each list's next answer can be at most (exclusive).
+        private var ends: [Int] = []
         /// Built instead of searching each list when that is cheaper.
         private var merged: [UInt32: Hits]?
 
-        init(lists: [[Posting]], counted: [Bool]) {
-            self.lists = lists
-            self.counted = counted
-            self.total = lists.reduce(0) { $0 + $1.count }
-            self.anyCounted = counted.contains(true)
-            self.ends = lists.map(\.count)
+        mutating func add(_ list: ArraySlice<Posting>, isFrozen: Bool, counted: Bool) {
+            guard !list.isEmpty else { return }
+            lists.append(list)
+            self.isFrozen.append(isFrozen)
+            self.counted.append(counted)
+            total += list.count
+            anyCounted = anyCounted || counted
+            ends.append(list.endIndex)
         }
 
-        /// Up to `checks` lookups will follow: a binary search in every list
-        /// for each, or one pass over all the postings now.
-        mutating func prepareMembership(checks: Int) {
+        /// Up to `checks` lookups will follow: a search in every list for
+        /// each, or one pass over all the postings now.
+        mutating func prepareMembership(checks: Int, frozenCounts: (UInt32) -> Bool) {
             guard lists.count > 1 else { return }
             let probes = Double(checks) * Double(lists.count) * (log2(Double(total / lists.count + 1)) + 1)
             // A table insert costs a few probes' worth.
             guard 4 * Double(total) < probes else { return }
             var table: [UInt32: Hits] = [:]
             table.reserveCapacity(total)
-            for (list, counted) in zip(lists, counted) {
-                for posting in list {
+            for index in lists.indices {
+                for posting in lists[index] where !isFrozen[index] || frozenCounts(posting.rowID) {
                     var hits = Hits()
-                    if counted { hits.add(posting) }
+                    if counted[index] { hits.add(posting) }
                     table[posting.rowID, default: Hits()].add(hits)
                 }
             }
@@ -293,47 +448,27 @@ struct SearchIndex {
         /// each list is searched backwards from where the last answer was,
         /// galloping: a few nearby cache lines instead of a fresh binary
         /// search through a list of 100 000.
-        mutating func hits(of rowID: UInt32) -> Hits? {
+        mutating func hits(of rowID: UInt32, frozenValid: Bool) -> Hits? {
             if let merged { return merged[rowID] }
             var hits = Hits()
             var member = false
-            for index in lists.indices {
+            for index in lists.indices where frozenValid || !isFrozen[index] {
                 let list = lists[index]
-                let found = Self.lastIndex(notAbove: rowID, in: list, before: ends[index])
+                let found = SearchIndex.lastIndex(notAbove: rowID, in: list, before: ends[index])
                 ends[index] = found + 1
-                guard found >= 0, list[found].rowID == rowID else { continue }
+                guard found >= list.startIndex, list[found].rowID == rowID else { continue }
                 member = true
                 if counted[index] { hits.add(list[found]) } else if !anyCounted { break }
             }
             return member ? hits : nil
         }
 
-        /// Where each list's next answer can be at most (exclusive).
-        private var ends: [Int]
 
-        /// The last position in `list[..<end]` whose rowid is at most
-        /// `rowID`, or -1.
-        static func lastIndex(notAbove rowID: UInt32, in list: [Posting], before end: Int) -> Int {
-            // Invariant: list[low] ≤ rowID (or low = -1) and list[high] > rowID (or high = end).
-            var high = end, low = end - 1, step = 1
-            while low >= 0, list[low].rowID > rowID {
-                high = low
-                low -= step
-                step *= 2
-            }
-            low = max(low, -1)
-            while high - low > 1 {
-                let middle = (low + high) / 2
-                if list[middle].rowID <= rowID { low = middle } else { high = middle }
-            }
-            return low
-        }
-
-        /// Calls `body` with each entry of the union, newest first, until it returns false.
-        func forEachDescending(_ body: (UInt32, Hits) -> Bool) {
+        /// Calls `body` with each entry of the union, newest first, until it
+        /// returns false; postings of stale entries do not count.
+        func forEachDescending(frozenCounts: (UInt32) -> Bool, _ body: (UInt32, Hits) -> Bool) {
             if lists.count == 1 {
-                let list = lists[0]
-                for posting in list.reversed() {
+                for posting in lists[0].reversed() where !isFrozen[0] || frozenCounts(posting.rowID) {
                     var hits = Hits()
                     if counted[0] { hits.add(posting) }
                     if !body(posting.rowID, hits) { return }
@@ -343,25 +478,61 @@ struct SearchIndex {
             // A max-heap of one cursor per list, keyed by the rowid it points at.
             var heap = MergeHeap(lists: lists)
             while let rowID = heap.top {
+                let valid = frozenCounts(rowID)
                 var hits = Hits()
+                var member = false
                 while heap.top == rowID {
                     let (list, posting) = heap.popTop()
+                    guard valid || !isFrozen[list] else { continue }
+                    member = true
                     if counted[list] { hits.add(posting) }
                 }
-                if !body(rowID, hits) { return }
+                if member, !body(rowID, hits) { return }
             }
         }
     }
 
+    /// The last position in `list[..<end]` whose rowid is at most `rowID`,
+    /// or `list.startIndex - 1`, searched backwards from `end`, galloping:
+    /// callers ask for ever smaller rowids, so the answer is usually near.
+    static func lastIndex<List: RandomAccessCollection>(notAbove rowID: UInt32, in list: List, before end: Int) -> Int
+        where List.Index == Int, List.Element: HasRowID {
+        // Invariant: list[low] ≤ rowID (or low = start - 1) and list[high] > rowID (or high = end).
+        let start = list.startIndex
+        var high = end, low = end - 1, step = 1
+        while low >= start, list[low].rowID > rowID {
+            high = low
+            low -= step
+            step *= 2
+        }
+        low = max(low, start - 1)
+        while high - low > 1 {
+            let middle = (low + high) / 2
+            if list[middle].rowID <= rowID { low = middle } else { high = middle }
+        }
+        return low
+    }
+
     /// The first index whose rowid is not below `rowID`.
-    static func lowerBound(_ rowID: UInt32, in list: [Posting]) -> Int {
-        var low = 0, high = list.count
+    static func lowerBound(_ rowID: UInt32, in list: ArraySlice<Posting>) -> Int {
+        var low = list.startIndex, high = list.endIndex
         while low < high {
             let middle = (low + high) / 2
             if list[middle].rowID < rowID { low = middle + 1 } else { high = middle }
         }
         return low
     }
+}
+
+/// Anything sorted by rowid that ``SearchIndex/lastIndex(notAbove:in:before:)`` can search.
+protocol HasRowID {
+    var rowID: UInt32 { get }
+}
+
+extension SearchIndex.Posting: HasRowID {}
+
+extension UInt32: HasRowID {
+    var rowID: UInt32 { self }
 }
 
 extension SearchIndex.Posting {
@@ -374,17 +545,95 @@ extension SearchIndex.Posting {
     }
 }
 
+/// Every term's postings in three flat arrays, terms in byte order: what
+/// the index holds between merges.
+struct FrozenPostings {
+    private(set) var termBytes: [UInt8] = []
+    /// Term `i` is `termBytes[termEnds[i - 1]..<termEnds[i]]` (from 0 for the first).
+    private var termEnds: [UInt32] = []
+    /// Its postings are `postings[postingEnds[i - 1]..<postingEnds[i]]`.
+    private var postingEnds: [UInt32] = []
+    var postings: [SearchIndex.Posting] = []
+
+    var termCount: Int { termEnds.count }
+
+    mutating func reserveTerms(_ count: Int, bytes: Int) {
+        termEnds.reserveCapacity(count)
+        postingEnds.reserveCapacity(count)
+        termBytes.reserveCapacity(bytes)
+    }
+
+    /// Adds the next term (in order) whose postings end at `postingsEnd`.
+    mutating func append(term: ArraySlice<UInt8>, postingsEnd: Int) {
+        termBytes.append(contentsOf: term)
+        termEnds.append(UInt32(termBytes.count))
+        postingEnds.append(UInt32(postingsEnd))
+    }
+
+    func termRange(_ index: Int) -> Range<Int> {
+        (index == 0 ? 0 : Int(termEnds[index - 1]))..<Int(termEnds[index])
+    }
+
+    func postings(of index: Int) -> ArraySlice<SearchIndex.Posting> {
+        postings[(index == 0 ? 0 : Int(postingEnds[index - 1]))..<Int(postingEnds[index])]
+    }
+
+    /// Byte order of term `index` against `other`: negative, 0 or positive.
+    func compare(term index: Int, with other: String) -> Int {
+        let range = termRange(index)
+        var other = other
+        return other.withUTF8 { theirs in
+            termBytes.withUnsafeBufferPointer { all in
+                let mine = UnsafeBufferPointer(rebasing: all[range])
+                let common = min(mine.count, theirs.count)
+                if common > 0, let a = mine.baseAddress, let b = theirs.baseAddress {
+                    let order = memcmp(a, b, common)
+                    if order != 0 { return Int(order) }
+                }
+                return mine.count - theirs.count
+            }
+        }
+    }
+
+    /// The first term not below `word` in byte order.
+    private func lowerBound(_ word: String) -> Int {
+        var low = 0, high = termCount
+        while low < high {
+            let middle = (low + high) / 2
+            if compare(term: middle, with: word) < 0 { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+
+    func index(of term: String) -> Int? {
+        let index = lowerBound(term)
+        return index < termCount && compare(term: index, with: term) == 0 ? index : nil
+    }
+
+    /// The terms that start with `prefix`: consecutive in byte order.
+    func indices(withPrefix prefix: String) -> Range<Int> {
+        let start = lowerBound(prefix)
+        var end = start
+        let length = prefix.utf8.count
+        while end < termCount, termRange(end).count >= length,
+              termBytes[termRange(end).prefix(length)].elementsEqual(prefix.utf8) {
+            end += 1
+        }
+        return start..<end
+    }
+}
+
 /// Cursors into several descending walks, the largest current rowid on top.
 private struct MergeHeap {
-    private let lists: [[SearchIndex.Posting]]
+    private let lists: [ArraySlice<SearchIndex.Posting>]
     /// (list, next position to read, counting down); heap-ordered by that posting's rowid.
     private var cursors: [(list: Int, position: Int)] = []
 
-    init(lists: [[SearchIndex.Posting]]) {
+    init(lists: [ArraySlice<SearchIndex.Posting>]) {
         self.lists = lists
         cursors.reserveCapacity(lists.count)
         for (index, list) in lists.enumerated() where !list.isEmpty {
-            cursors.append((index, list.count - 1))
+            cursors.append((index, list.endIndex - 1))
         }
         for index in stride(from: cursors.count / 2 - 1, through: 0, by: -1) { siftDown(index) }
     }
@@ -400,7 +649,7 @@ private struct MergeHeap {
     mutating func popTop() -> (list: Int, posting: SearchIndex.Posting) {
         let cursor = cursors[0]
         let posting = lists[cursor.list][cursor.position]
-        if cursor.position > 0 {
+        if cursor.position > lists[cursor.list].startIndex {
             cursors[0].position -= 1
         } else {
             cursors[0] = cursors[cursors.count - 1]
@@ -447,11 +696,16 @@ extension SQLiteConnection {
             searchIndex = nil
             let tokenizer = try ftsTokenizer()
             var index = SearchIndex()
+            index.minimumMergeThreshold = searchIndexMinimumMerge
+            // Fewer, larger merges while everything is new.
+            index.mergeDivisor = 2
             try withStatement("SELECT \(Self.indexedColumns) FROM entries WHERE eligible_search = 1 ORDER BY id") { statement throws(StoreError) in
                 while try statement.step() {
                     if let entry = Self.indexedEntry(statement) { index.add(entry, tokenizer: tokenizer) }
                 }
             }
+            index.merge()
+            index.mergeDivisor = 8
             searchIndexDataVersion = version
             searchIndex = index
         }

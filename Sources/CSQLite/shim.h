@@ -10,3 +10,13 @@ static inline int csqlite_bind_text_transient(sqlite3_stmt *stmt, int index, con
 static inline int csqlite_bind_blob_transient(sqlite3_stmt *stmt, int index, const void *data, int length) {
     return sqlite3_bind_blob(stmt, index, data, length, SQLITE_TRANSIENT);
 }
+
+// malloc_trim is glibc's and lives in <malloc.h>, which Swift's Glibc module
+// does not export: the search index calls this after dropping its old
+// arrays so that a merge's peak does not stay resident.
+#if defined(__GLIBC__)
+#include <malloc.h>
+static inline void activitystore_release_free_memory(void) { malloc_trim(0); }
+#else
+static inline void activitystore_release_free_memory(void) {}
+#endif

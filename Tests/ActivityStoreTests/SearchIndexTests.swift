@@ -58,10 +58,14 @@ import Testing
         return scores
     }
 
-    @Test(arguments: [1, 2, 3, 4])
-    func agreesWithABruteForceReading(seed: UInt64) throws {
+    /// With the default merge threshold the walk stays in the recent
+    /// postings after the first search; with 16 it merges every few writes,
+    /// so stale frozen postings and merges are on the path.
+    @Test(arguments: [1, 2, 3, 4], [4096, 16])
+    func agreesWithABruteForceReading(seed: UInt64, mergeThreshold: Int) throws {
         var random = SplitMix64(seed: seed)
         let store = try ActivityStore.inMemory()
+        store.lowerSearchIndexMergeThreshold(to: mergeThreshold)
         var models: [String: Model] = [:]   // by persistent identifier
         var savedIDs: [String: String] = [:]
         var now = baseTime
