@@ -292,7 +292,7 @@ public final class ActivityStore: Sendable {
     }
 
     /// The rowid for a new or just-used entry: one above the largest. When
-    /// that would not fit the search index's 32 bits (four billion uses
+    /// that would not fit the search index's 29 bits (half a billion uses
     /// after the store was made), the rowids are first renumbered 1…n in
     /// the same order, which keeps last-use order and frees the space.
     private static func nextRowID(_ db: SQLiteConnection) throws(StoreError) -> Int64 {
@@ -423,9 +423,9 @@ public final class ActivityStore: Sendable {
     /// term-frequency part, summed over the three columns with weights title 3,
     /// keywords 2, description 1:
     /// `Σ w · h·(k1+1) / (h + k1·(1 − b + b·len/avgLen))`, k1 = 1.2, b = 0.75,
-    /// `h` the occurrences of the query's distinct terms in the column (the
-    /// last word's: every term it begins), `len` the column's length in
-    /// words, `avgLen` 8, 8 and 24 words. BM25's IDF is left out: every
+    /// `h` how many of the query's distinct terms the column holds (for the
+    /// last word, every term it begins; repeats of a term count once), `len`
+    /// the column's length in words, `avgLen` 8, 8 and 24 words. BM25's IDF is left out: every
     /// result contains every query word, so IDF would only reweight words
     /// against each other.
     ///

@@ -41,9 +41,9 @@ final class SQLiteConnection {
     var searchIndexDataVersion: Int64 = 0
     /// The open transaction's changes to the index, applied after COMMIT.
     var pendingIndexChanges: [SearchIndex.Change] = []
-    /// Rowids stay at or below this so that the index can hold them in 32
-    /// bits (tests lower it).
-    var rowIDCeiling = Int64(UInt32.max)
+    /// Rowids stay at or below this so that the search index can hold
+    /// them (tests lower it).
+    var rowIDCeiling = SearchIndex.maximumRowID
     /// `SearchIndex.minimumMergeThreshold` for indexes built here (tests lower it).
     var searchIndexMinimumMerge = 4096
 

@@ -30,13 +30,21 @@ import CSQLite
 /// Entries are identified by rowid, which is last-use order (see
 /// `Schema.version1`), so the newest matches are at the end of every list.
 struct SearchIndex {
-    /// One entry in one term's list: where, and how often per column.
+    /// One entry in one term's list: its rowid and the columns that hold
+    /// the term, in 4 bytes (rowid << 3 | description << 2 | keywords << 1 | title).
     struct Posting {
-        var rowID: UInt32
-        var title: UInt8
-        var keywords: UInt8
-        var description: UInt8
+        private(set) var packed: UInt32
+
+        init(rowID: UInt32) { packed = rowID << 3 }
+
+        var rowID: UInt32 { packed >> 3 }
+
+        mutating func mark(column: Int) { packed |= 1 << UInt32(column) }
     }
+
+    /// The largest rowid a posting holds (29 bits; the store renumbers
+    /// before it gets there, see `ActivityStore.nextRowID`).
+    static let maximumRowID = Int64(UInt32.max >> 3)
 
     /// What ranking needs of an entry besides its postings.
     struct Document {
@@ -60,16 +68,16 @@ struct SearchIndex {
         var expiration: Int64
     }
 
-    /// Hits per column of a candidate: occurrences of distinct query terms.
+    /// Hits per column of a candidate: how many of the query's distinct terms it holds.
     struct Hits {
         var title = 0
         var keywords = 0
         var description = 0
 
         mutating func add(_ posting: Posting) {
-            title += Int(posting.title)
-            keywords += Int(posting.keywords)
-            description += Int(posting.description)
+            title += Int(posting.packed & 1)
+            keywords += Int(posting.packed >> 1 & 1)
+            description += Int(posting.packed >> 2 & 1)
         }
 
         mutating func add(_ other: Hits) {
@@ -118,13 +126,14 @@ struct SearchIndex {
     // MARK: - Changes
 
     mutating func add(_ entry: Entry, tokenizer: FTS5Tokenizer) {
-        // The store keeps rowids within 32 bits (see `ActivityStore.nextRowID`).
-        guard let rowID = UInt32(exactly: entry.rowID) else { preconditionFailure("rowid \(entry.rowID) beyond the index") }
+        // The store keeps rowids within range (see `ActivityStore.nextRowID`).
+        guard entry.rowID > 0, entry.rowID <= Self.maximumRowID else { preconditionFailure("rowid \(entry.rowID) beyond the index") }
+        let rowID = UInt32(entry.rowID)
         let columns = [tokenizer.tokens(entry.title), tokenizer.tokens(entry.keywords), tokenizer.tokens(entry.description)]
         var counts: [String: Posting] = [:]
         for (column, tokens) in columns.enumerated() {
             for token in tokens {
-                counts[token, default: Posting(rowID: rowID, title: 0, keywords: 0, description: 0)].count(column: column)
+                counts[token, default: Posting(rowID: rowID)].mark(column: column)
             }
         }
         for (term, posting) in counts {
@@ -132,7 +141,7 @@ struct SearchIndex {
             Self.insert(posting, into: &recent[term, default: []])
         }
         recentPostingCount += counts.count
-        let scope = Posting(rowID: rowID, title: 0, keywords: 0, description: 0)
+        let scope = Posting(rowID: rowID)
         Self.insert(scope, into: &appPostings[entry.appID, default: []])
         Self.insert(scope, into: &typePostings[entry.activityType, default: []])
         recentDocuments[rowID] = Document(
@@ -535,15 +544,6 @@ extension UInt32: HasRowID {
     var rowID: UInt32 { self }
 }
 
-extension SearchIndex.Posting {
-    mutating func count(column: Int) {
-        switch column {
-        case 0: title = title &+ (title == .max ? 0 : 1)
-        case 1: keywords = keywords &+ (keywords == .max ? 0 : 1)
-        default: description = description &+ (description == .max ? 0 : 1)
-        }
-    }
-}
 
 /// Every term's postings in three flat arrays, terms in byte order: what
 /// the index holds between merges.

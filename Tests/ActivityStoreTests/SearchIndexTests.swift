@@ -48,7 +48,7 @@ import Testing
             guard exact.allSatisfy(all.contains), all.contains(where: { $0.hasPrefix(last) }) else { continue }
             var relevance = 0.0
             for (column, (weight, average)) in zip(columns, [(3.0, 8.0), (2.0, 8.0), (1.0, 24.0)]) {
-                let hits = Double(column.filter { exact.contains($0) || $0.hasPrefix(last) }.count)
+                let hits = Double(Set(column).filter { exact.contains($0) || $0.hasPrefix(last) }.count)
                 guard hits > 0 else { continue }
                 relevance += weight * hits * 2.2 / (hits + 1.2 * (0.25 + 0.75 * Double(column.count) / average))
             }
