@@ -365,6 +365,27 @@ public final class ActivityStore: Sendable {
         }
     }
 
+    private static func loadSummary(_ db: SQLiteConnection, rowID: Int64) throws(StoreError) -> SavedActivitySummary? {
+        try db.withStatement("""
+            SELECT saved_id, app_id, activity_type, persistent_id, title, content_description, keyword_list,
+                webpage_url, use_count, last_used, created
+            FROM entries WHERE id = ?1
+            """) { s throws(StoreError) in
+            try s.bind(1, rowID)
+            guard try s.step() else { return nil }
+            let keywords = try s.withBlob(6) { buffer throws(StoreError) in
+                do throws(CodecError) { return try TypedValueCodec.decode(buffer).stringArrayValue ?? [] } catch {
+                    throw StoreError(function: "TypedValueCodec.decode", code: SQLITE_CORRUPT,
+                                     message: "saved activity \(s.text(0)): \(error.description)")
+                }
+            }
+            return SavedActivitySummary(savedID: s.text(0), appID: s.text(1), activityType: s.text(2),
+                                        persistentIdentifier: s.text(3), title: s.text(4), contentDescription: s.text(5),
+                                        keywords: keywords, webpageURL: s.text(7), useCount: UInt32(clamping: s.int64(8)),
+                                        lastUsed: s.int64(9), created: s.int64(10))
+        }
+    }
+
     /// The entry with this saved ID, or `nil` when there is none or it has
     /// expired at `now` (an expired entry is as good as deleted, even before
     /// ``purgeExpired(now:)`` runs).
@@ -456,7 +477,7 @@ public final class ActivityStore: Sendable {
             var hits: [SearchHit] = []
             hits.reserveCapacity(best.count)
             for candidate in best {
-                if let activity = try Self.load(db, rowID: candidate.rowID) {
+                if let activity = try Self.loadSummary(db, rowID: candidate.rowID) {
                     hits.append(SearchHit(activity: activity, score: candidate.score))
                 }
             }

@@ -74,13 +74,39 @@ public struct SavedActivity: Sendable, Equatable {
     }
 }
 
+/// What a search result shows of a saved activity: all of it but the
+/// properties, which no result carries and which are the costliest column
+/// to decode (a tree of typed values).
+public struct SavedActivitySummary: Sendable, Equatable {
+    public var savedID: String
+    public var appID: String
+    public var activityType: String
+    public var persistentIdentifier: String
+    public var title: String
+    public var contentDescription: String
+    public var keywords: [String]
+    public var webpageURL: String
+    public var useCount: UInt32
+    public var lastUsed: Int64
+    public var created: Int64
+}
+
+extension SavedActivity {
+    public var summary: SavedActivitySummary {
+        SavedActivitySummary(savedID: savedID, appID: record.appID, activityType: record.activityType,
+                             persistentIdentifier: record.persistentIdentifier, title: record.title,
+                             contentDescription: record.contentDescription, keywords: record.keywords,
+                             webpageURL: record.webpageURL, useCount: useCount, lastUsed: lastUsed, created: created)
+    }
+}
+
 /// One search result; ``score`` is higher for better matches (see
 /// ``ActivityStore/search(query:limit:appID:activityTypes:now:)``).
 public struct SearchHit: Sendable, Equatable {
-    public var activity: SavedActivity
+    public var activity: SavedActivitySummary
     public var score: Double
 
-    public init(activity: SavedActivity, score: Double) {
+    public init(activity: SavedActivitySummary, score: Double) {
         self.activity = activity
         self.score = score
     }

@@ -199,7 +199,7 @@ struct SearchIndex {
     }
 
     /// Sorting waits for this many new recent terms (prefix lookups scan them).
-    static let newTermsLimit = 256
+    static let newTermsLimit = 32
 
     private mutating func sortNewTerms() {
         recentNewTerms.sort(by: Self.precedes)
@@ -399,11 +399,11 @@ struct SearchIndex {
             if Self.precedes(recentSortedTerms[middle], prefix) { low = middle + 1 } else { high = middle }
         }
         var found: [String] = []
-        while low < recentSortedTerms.count, recentSortedTerms[low].utf8.starts(with: prefix.utf8) {
+        while low < recentSortedTerms.count, recentSortedTerms[low].hasUTF8Prefix(prefix) {
             found.append(recentSortedTerms[low])
             low += 1
         }
-        for term in recentNewTerms where term.utf8.starts(with: prefix.utf8) { found.append(term) }
+        for term in recentNewTerms where term.hasUTF8Prefix(prefix) { found.append(term) }
         return found
     }
 
@@ -533,6 +533,18 @@ struct SearchIndex {
     }
 }
 
+extension String {
+    /// Whether the UTF-8 bytes start with `prefix`'s (no Unicode equivalence: index terms are bytes).
+    func hasUTF8Prefix(_ prefix: String) -> Bool {
+        var mine = self, theirs = prefix
+        return mine.withUTF8 { a in
+            theirs.withUTF8 { b in
+                a.count >= b.count && (b.isEmpty || memcmp(a.baseAddress!, b.baseAddress!, b.count) == 0)
+            }
+        }
+    }
+}
+
 /// Anything sorted by rowid that ``SearchIndex/lastIndex(notAbove:in:before:)`` can search.
 protocol HasRowID {
     var rowID: UInt32 { get }
@@ -580,46 +592,59 @@ struct FrozenPostings {
 
     /// Byte order of term `index` against `other`: negative, 0 or positive.
     func compare(term index: Int, with other: String) -> Int {
-        let range = termRange(index)
         var other = other
         return other.withUTF8 { theirs in
-            termBytes.withUnsafeBufferPointer { all in
-                let mine = UnsafeBufferPointer(rebasing: all[range])
-                let common = min(mine.count, theirs.count)
-                if common > 0, let a = mine.baseAddress, let b = theirs.baseAddress {
-                    let order = memcmp(a, b, common)
-                    if order != 0 { return Int(order) }
-                }
-                return mine.count - theirs.count
-            }
+            termBytes.withUnsafeBufferPointer { compare(term: index, in: $0, with: theirs) }
         }
     }
 
+    private func compare(term index: Int, in all: UnsafeBufferPointer<UInt8>, with theirs: UnsafeBufferPointer<UInt8>) -> Int {
+        let mine = UnsafeBufferPointer(rebasing: all[termRange(index)])
+        let common = min(mine.count, theirs.count)
+        if common > 0, let a = mine.baseAddress, let b = theirs.baseAddress {
+            let order = memcmp(a, b, common)
+            if order != 0 { return Int(order) }
+        }
+        return mine.count - theirs.count
+    }
+
     /// The first term not below `word` in byte order.
-    private func lowerBound(_ word: String) -> Int {
+    private func lowerBound(_ word: UnsafeBufferPointer<UInt8>, in all: UnsafeBufferPointer<UInt8>) -> Int {
         var low = 0, high = termCount
         while low < high {
             let middle = (low + high) / 2
-            if compare(term: middle, with: word) < 0 { low = middle + 1 } else { high = middle }
+            if compare(term: middle, in: all, with: word) < 0 { low = middle + 1 } else { high = middle }
         }
         return low
     }
 
     func index(of term: String) -> Int? {
-        let index = lowerBound(term)
-        return index < termCount && compare(term: index, with: term) == 0 ? index : nil
+        var term = term
+        return term.withUTF8 { word in
+            termBytes.withUnsafeBufferPointer { all in
+                let index = lowerBound(word, in: all)
+                return index < termCount && compare(term: index, in: all, with: word) == 0 ? index : nil
+            }
+        }
     }
 
     /// The terms that start with `prefix`: consecutive in byte order.
     func indices(withPrefix prefix: String) -> Range<Int> {
-        let start = lowerBound(prefix)
-        var end = start
-        let length = prefix.utf8.count
-        while end < termCount, termRange(end).count >= length,
-              termBytes[termRange(end).prefix(length)].elementsEqual(prefix.utf8) {
-            end += 1
+        var prefix = prefix
+        return prefix.withUTF8 { word in
+            termBytes.withUnsafeBufferPointer { all in
+                let start = lowerBound(word, in: all)
+                var end = start
+                while end < termCount {
+                    let range = termRange(end)
+                    guard range.count >= word.count,
+                          word.isEmpty || memcmp(all.baseAddress! + range.lowerBound, word.baseAddress!, word.count) == 0
+                    else { break }
+                    end += 1
+                }
+                return start..<end
+            }
         }
-        return start..<end
     }
 }
 
@@ -712,6 +737,8 @@ extension SQLiteConnection {
         return body(searchIndex!)
     }
 
+    /// A statement, not `SQLITE_FCNTL_DATA_VERSION`: that one is only
+    /// brought up to date when a read transaction starts.
     private func dataVersion() throws(StoreError) -> Int64 {
         try withStatement("PRAGMA data_version") { statement throws(StoreError) in try statement.step() ? statement.int64(0) : 0 }
     }

@@ -102,7 +102,7 @@ final class SavedActivities {
             try store.search(query: query, limit: options.limit, appID: scope.app,
                              activityTypes: options.activityTypes, now: now)
         }
-        return hits.map { Self.result($0.activity, score: $0.score, suggestion: false) }
+        return hits.map { Self.result($0.activity, score: $0.score) }
     }
 
     func suggestions(options: SuggestionOptions, visibleApp: String?, now: Int64) throws -> [TypedValue] {
@@ -111,10 +111,14 @@ final class SavedActivities {
         let hits = try storage("rank suggestions") {
             try store.suggestions(limit: options.limit, appID: scope.app, now: now)
         }
-        return hits.map { Self.result($0.activity, score: $0.score, suggestion: true) }
+        return hits.map { hit in
+            Self.result(hit.activity.summary, score: hit.score,
+                        suggestion: (phrase: hit.activity.suggestedInvocationPhrase, useCount: hit.activity.useCount))
+        }
     }
 
-    static func result(_ entry: SavedActivity, score: Double, suggestion: Bool) -> TypedValue {
+    static func result(_ entry: SavedActivitySummary, score: Double,
+                       suggestion: (phrase: String, useCount: UInt32)? = nil) -> TypedValue {
         var pairs: [(String, TypedValue)] = [
             ("saved-id", .string(entry.savedID)),
             ("app-id", .string(entry.appID)),
@@ -126,9 +130,9 @@ final class SavedActivities {
             ("score", .double(score)),
             ("last-used", .int64(entry.lastUsed)),
         ]
-        if suggestion {
-            pairs.append(("suggested-invocation-phrase", .string(entry.suggestedInvocationPhrase)))
-            pairs.append(("use-count", .uint32(entry.useCount)))
+        if let suggestion {
+            pairs.append(("suggested-invocation-phrase", .string(suggestion.phrase)))
+            pairs.append(("use-count", .uint32(suggestion.useCount)))
         }
         return .stringVariantDictionary(pairs)
     }

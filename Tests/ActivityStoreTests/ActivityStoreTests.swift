@@ -144,7 +144,7 @@ import TypedValues
         #expect(try store.count() == 6)
         #expect(try store.search(query: "doc", limit: 0, appID: "com.example.B", activityTypes: [], now: baseTime).count == 3)
         #expect(try store.search(query: "doc", limit: 0, appID: "com.example.A", activityTypes: [], now: baseTime)
-            .map(\.activity.record.persistentIdentifier) == ["2"])
+            .map(\.activity.persistentIdentifier) == ["2"])
         #expect(try store.deleteAll(appID: "com.example.A") == 2)
         #expect(try store.count() == 4)
         #expect(try store.search(query: "doc", limit: 0, appID: nil, activityTypes: [], now: baseTime).count == 3)
@@ -187,7 +187,7 @@ import TypedValues
         try store.save(record(app: "com.example.Other", id: "o", title: "Other"), at: baseTime)
         #expect(try store.trim(appID: "com.example.Editor", keeping: 3) == 2)
         let left = try store.search(query: "entry", limit: 0, appID: nil, activityTypes: [], now: baseTime)
-        #expect(Set(left.map(\.activity.record.persistentIdentifier)) == ["2", "3", "4"])
+        #expect(Set(left.map(\.activity.persistentIdentifier)) == ["2", "3", "4"])
         #expect(try store.delete(lastUsedFrom: baseTime + 3 * day, to: baseTime + 4 * day) == 1)
         #expect(try store.delete(lastUsedFrom: .min, to: baseTime + 1) == 1) // retention: the other app's entry
         #expect(try store.count() == 2)

@@ -57,7 +57,7 @@ import TypedValues
         let rare1 = vocabulary[5], rare2 = vocabulary[7]
         // A real two-word hit: take the words of one title.
         let sample = try #require(try store.search(query: rare1, limit: 1, appID: nil, activityTypes: [], now: now).first)
-        let sampleWords = sample.activity.record.title.split(separator: " ")
+        let sampleWords = sample.activity.title.split(separator: " ")
         let twoWords = "\(sampleWords[0]) \(sampleWords[1])"
         func search(_ q: String, _ limit: Int = 10, app: String? = nil) throws -> Int {
             try store.search(query: q, limit: limit, appID: app, activityTypes: [], now: now).count

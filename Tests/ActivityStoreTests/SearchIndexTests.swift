@@ -120,7 +120,7 @@ import Testing
                 }
                 let expected = Self.expected(models, query: query, app: app, types: types, now: now)
                 let hits = try store.search(query: query, limit: 200, appID: app, activityTypes: types, now: now)
-                let found = Dictionary(uniqueKeysWithValues: hits.map { ($0.activity.record.persistentIdentifier, $0.score) })
+                let found = Dictionary(uniqueKeysWithValues: hits.map { ($0.activity.persistentIdentifier, $0.score) })
                 #expect(Set(found.keys) == Set(expected.keys), "step \(step): \(query) app \(app ?? "-") types \(types)")
                 for (id, score) in found {
                     if let want = expected[id] { #expect(abs(score - want) <= 1e-9 * want, "step \(step): \(query) \(id)") }
@@ -142,7 +142,7 @@ import Testing
         try second.save(record(id: "2", title: "second garden"), at: baseTime + 1)
         try second.delete(savedID: try #require(try second.search(query: "shared", limit: 0, appID: nil, activityTypes: [], now: baseTime).first).activity.savedID)
         #expect(try first.search(query: "garden", limit: 0, appID: nil, activityTypes: [], now: baseTime + 2)
-            .map(\.activity.record.title) == ["second garden"])
+            .map(\.activity.title) == ["second garden"])
     }
 
     @Test func rowidsAreRenumberedBeforeTheyOutgrowTheIndex() throws {
@@ -154,7 +154,7 @@ import Testing
         for n in 0..<20 { try store.save(record(id: "\(n % 4)", title: "entry \(n % 4) common used"), at: baseTime + 10 + Int64(n)) }
         let hits = try store.search(query: "common", limit: 0, appID: nil, activityTypes: [], now: baseTime + 100)
         #expect(hits.count == 8)
-        let lastUses = Dictionary(uniqueKeysWithValues: hits.map { ($0.activity.record.persistentIdentifier, $0.activity.lastUsed) })
+        let lastUses = Dictionary(uniqueKeysWithValues: hits.map { ($0.activity.persistentIdentifier, $0.activity.lastUsed) })
         #expect(lastUses == ["0": baseTime + 26, "1": baseTime + 27, "2": baseTime + 28, "3": baseTime + 29,
                              "4": baseTime + 4, "5": baseTime + 5, "6": baseTime + 6, "7": baseTime + 7])
         #expect(try store.search(query: "used", limit: 0, appID: nil, activityTypes: [], now: baseTime + 100).count == 4)

@@ -6,7 +6,7 @@ import TypedValues
 @Suite struct SearchTests {
     func titles(_ store: ActivityStore, _ query: String, limit: Int = 0, app: String? = nil, types: [String] = [],
                 now: Int64 = baseTime) throws -> [String] {
-        try store.search(query: query, limit: limit, appID: app, activityTypes: types, now: now).map(\.activity.record.title)
+        try store.search(query: query, limit: limit, appID: app, activityTypes: types, now: now).map(\.activity.title)
     }
 
     @Test func accentAndCaseInsensitive() throws {
@@ -126,13 +126,13 @@ import TypedValues
         try store.save(record(id: "desc", title: "Notes", description: "about the garden and other things"), at: baseTime)
         try store.save(record(id: "title", title: "Garden", description: "notes"), at: baseTime)
         let hits = try store.search(query: "garden", limit: 0, appID: nil, activityTypes: [], now: baseTime)
-        #expect(hits.map(\.activity.record.persistentIdentifier) == ["title", "desc"])
+        #expect(hits.map(\.activity.persistentIdentifier) == ["title", "desc"])
         #expect(hits[0].score > hits[1].score && hits[1].score > 0)
 
         try store.save(record(id: "old", title: "Tomato seeds"), at: baseTime - 60 * day)
         try store.save(record(id: "new", title: "Tomato seeds"), at: baseTime - hour)
         let ranked = try store.search(query: "tomato", limit: 0, appID: nil, activityTypes: [], now: baseTime)
-        #expect(ranked.map(\.activity.record.persistentIdentifier) == ["new", "old"])
+        #expect(ranked.map(\.activity.persistentIdentifier) == ["new", "old"])
         #expect(ranked[0].score > ranked[1].score * 1.9)
         #expect(ranked[0].activity.lastUsed == baseTime - hour)
     }
@@ -141,7 +141,7 @@ import TypedValues
 /// The last word matches every indexed term it begins.
 @Suite struct TermExpansionTests {
     func titles(_ store: ActivityStore, _ query: String) throws -> [String] {
-        try store.search(query: query, limit: 200, appID: nil, activityTypes: [], now: baseTime + 1000).map(\.activity.record.title)
+        try store.search(query: query, limit: 200, appID: nil, activityTypes: [], now: baseTime + 1000).map(\.activity.title)
     }
 
     @Test func longLastWordsMatchEveryIndexedExtension() throws {

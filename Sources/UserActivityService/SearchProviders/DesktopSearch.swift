@@ -52,7 +52,7 @@ extension UserActivityService {
     ///
     /// An entry of another app is reported as missing to a sandboxed caller,
     /// as the manager's ContinueSavedActivity does, so it learns nothing.
-    func desktopSearchEntry(_ savedID: String, visibleApp: String?) throws -> SavedActivity? {
+    func desktopSearchEntry(_ savedID: String, visibleApp: String?) throws -> SavedActivitySummary? {
         let entry: SavedActivity?
         do {
             entry = try saved.store.load(savedID: savedID, now: configuration.clock())
@@ -60,24 +60,24 @@ extension UserActivityService {
             throw UserActivityError(.storageFailed, "the saved-activity store could not be read: \(error)")
         }
         guard let entry, visibleApp == nil || entry.appID == visibleApp else { return nil }
-        return entry
+        return entry.summary
     }
 
     /// The icon name a shell shows for an entry: its app's `Icon=`, else a generic one.
-    func desktopSearchIcon(for entry: SavedActivity) -> String {
+    func desktopSearchIcon(for entry: SavedActivitySummary) -> String {
         if let icon = catalog.app(entry.appID)?.icon, !icon.isEmpty { return icon }
         return DesktopSearchInterfaces.fallbackIcon
     }
 
     /// The one-line title a shell shows; an untitled entry still needs a label.
-    func desktopSearchName(for entry: SavedActivity) -> String {
+    func desktopSearchName(for entry: SavedActivitySummary) -> String {
         if !entry.title.isEmpty { return entry.title }
         return catalog.app(entry.appID)?.name ?? entry.activityType
     }
 
     /// The second line: the content description, else the app's name (so the
     /// user knows where the result would open).
-    func desktopSearchDescription(for entry: SavedActivity) -> String {
+    func desktopSearchDescription(for entry: SavedActivitySummary) -> String {
         if !entry.contentDescription.isEmpty { return entry.contentDescription }
         return catalog.app(entry.appID)?.name ?? entry.appID
     }
