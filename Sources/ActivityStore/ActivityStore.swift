@@ -465,23 +465,26 @@ public final class ActivityStore: Sendable {
         return try connection.withLock { db throws(StoreError) in
             let words = Array(try db.ftsTokenizer().tokens(query, forQuery: true).prefix(Self.maximumQueryWords))
             guard !words.isEmpty else { return [] }
-            let candidates = try db.withSearchIndex { index in
-                index.candidates(words: words, appID: appID, activityTypes: activityTypes, now: now, limit: candidateLimit)
-            }
-            let ranked = candidates.map { candidate in
-                (rowID: Int64(candidate.rowID),
-                 score: Ranking.relevance(candidate.hits, candidate.document)
-                    * (1 + Ranking.recency(lastUsed: candidate.document.lastUsed, now: now)))
-            }
-            let best = ranked.sorted { $0.score != $1.score ? $0.score > $1.score : $0.rowID > $1.rowID }.prefix(limit)
-            var hits: [SearchHit] = []
-            hits.reserveCapacity(best.count)
-            for candidate in best {
-                if let activity = try Self.loadSummary(db, rowID: candidate.rowID) {
-                    hits.append(SearchHit(activity: activity, score: candidate.score))
+            // One read transaction for the index check and every load (see readTransaction).
+            return try db.readTransaction { () throws(StoreError) in
+                let candidates = try db.withSearchIndex { index in
+                    index.candidates(words: words, appID: appID, activityTypes: activityTypes, now: now, limit: candidateLimit)
                 }
+                let ranked = candidates.map { candidate in
+                    (rowID: Int64(candidate.rowID),
+                     score: Ranking.relevance(candidate.hits, candidate.document)
+                        * (1 + Ranking.recency(lastUsed: candidate.document.lastUsed, now: now)))
+                }
+                let best = ranked.sorted { $0.score != $1.score ? $0.score > $1.score : $0.rowID > $1.rowID }.prefix(limit)
+                var hits: [SearchHit] = []
+                hits.reserveCapacity(best.count)
+                for candidate in best {
+                    if let activity = try Self.loadSummary(db, rowID: candidate.rowID) {
+                        hits.append(SearchHit(activity: activity, score: candidate.score))
+                    }
+                }
+                return hits
             }
-            return hits
         }
     }
 

@@ -123,6 +123,23 @@ final class SQLiteConnection {
         }
     }
 
+    /// Runs `body` in one read transaction (`BEGIN` … `COMMIT`).
+    ///
+    /// Why: in WAL mode every statement outside a transaction takes and
+    /// drops its own read lock on the shared-memory index, two `fcntl`
+    /// calls; a Search that loads 20 hits paid that 21 times.
+    func readTransaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+        try withStatement("BEGIN") { statement throws(StoreError) in try statement.run() }
+        do {
+            let result = try body()
+            try withStatement("COMMIT") { statement throws(StoreError) in try statement.run() }
+            return result
+        } catch {
+            if sqlite3_get_autocommit(handle) == 0 { sqlite3_exec(handle, "ROLLBACK", nil, nil, nil) }
+            throw error
+        }
+    }
+
     /// Rows changed by the last INSERT/UPDATE/DELETE (not counting triggers).
     var changes: Int { Int(sqlite3_changes64(handle)) }
 
