@@ -250,6 +250,9 @@ struct ComparisonRun {
             for size in zeitgeist.sizes {
                 ratio("durable one-entry inserts at \(size.entries), ours ÷ Zeitgeist", size.insertRatio, atLeast: 15,
                       note: String(format: "%.0f vs %.0f calls/s", size.oursInsert.callsPerSecond, size.zeitgeistInsert.callsPerSecond))
+                let pipelined = size.pipelinedInserts
+                ratio("  the same, \(pipelined.depth) in flight on each side", pipelined.ratio, atLeast: 15,
+                      note: String(format: "%.0f vs %.0f calls/s", pipelined.oursCallsPerSecond, pipelined.zeitgeistCallsPerSecond))
             }
             if let last = zeitgeist.sizes.last {
                 let at = last.entries >= 100_000 ? "" : " (target is for 100k: only \(last.entries) in this run)"

@@ -54,7 +54,7 @@ extension ComparisonReport {
         if let zeitgeist {
             out.append("Zeitgeist \(zeitgeist.version): search through \(zeitgeist.searchMethod)")
             out.append("  durability: \(zeitgeist.durability)")
-            out.append("  one-entry inserts: \(zeitgeist.insertSamples) sequential calls per side and size, in alternating blocks; Zeitgeist filled in batches of \(zeitgeist.fillBatch) events per InsertEvents, ours with pipelined Donates (untimed)")
+            out.append("  one-entry inserts: \(zeitgeist.insertSamples) sequential calls per side and size, in alternating blocks, then as many with \(ZeitgeistBench.insertDepth) in flight (ours first); Zeitgeist filled in batches of \(zeitgeist.fillBatch) events per InsertEvents, ours with pipelined Donates (untimed)")
             for size in zeitgeist.sizes {
                 out.append("  \(size.entries) entries:")
                 out.append("    " + pad("", 30) + pad("ours", 22, right: true) + pad("Zeitgeist", 22, right: true) + pad("ratio", 9, right: true))
@@ -62,6 +62,10 @@ extension ComparisonReport {
                            + pad(String(format: "%.0f", size.oursInsert.callsPerSecond), 22, right: true)
                            + pad(String(format: "%.0f", size.zeitgeistInsert.callsPerSecond), 22, right: true)
                            + pad(String(format: "%.2f×", size.insertRatio), 9, right: true))
+                out.append("    " + pad("  \(size.pipelinedInserts.depth) in flight, calls/s", 30)
+                           + pad(String(format: "%.0f", size.pipelinedInserts.oursCallsPerSecond), 22, right: true)
+                           + pad(String(format: "%.0f", size.pipelinedInserts.zeitgeistCallsPerSecond), 22, right: true)
+                           + pad(String(format: "%.2f×", size.pipelinedInserts.ratio), 9, right: true))
                 out.append("    " + pad("  insert p50 / p99 µs", 30)
                            + pad(us(size.oursInsert.latency.p50Us) + " / " + us(size.oursInsert.latency.p99Us), 22, right: true)
                            + pad(us(size.zeitgeistInsert.latency.p50Us) + " / " + us(size.zeitgeistInsert.latency.p99Us), 22, right: true))

@@ -58,6 +58,17 @@ struct InsertFigures: Codable {
     var busCpuUsPerCall: Double?
 }
 
+/// One-entry inserts with several calls in flight on one connection, the
+/// same number on both sides: throughput rather than round trips.
+struct PipelinedInsertFigures: Codable {
+    var depth: Int
+    var callsPerSide: Int
+    var oursCallsPerSecond: Double
+    var zeitgeistCallsPerSecond: Double
+    /// ours ÷ Zeitgeist.
+    var ratio: Double
+}
+
 struct QueryFigures: Codable {
     var kind: String
     var oursQuery: String
@@ -78,6 +89,7 @@ struct StoreSizeFigures: Codable {
     var zeitgeistInsert: InsertFigures
     /// ours calls/s ÷ Zeitgeist calls/s.
     var insertRatio: Double
+    var pipelinedInserts: PipelinedInsertFigures
     var oursPing: LatencySummary
     var zeitgeistPing: LatencySummary
     var queries: [QueryFigures]
@@ -388,6 +400,36 @@ final class ZeitgeistBench {
         return (figures(ours, oursCPU, oursBus), figures(theirs, theirCPU, theirBus))
     }
 
+    /// Calls in flight in the pipelined insert pass, on each side.
+    static let insertDepth = 16
+
+    /// `insertSamples` one-entry inserts per side with ``insertDepth`` calls
+    /// in flight: ours first, then Zeitgeist (whose indexing after its
+    /// replies is then waited for, so that it does not run into what follows).
+    private func pipelinedInserts() throws -> PipelinedInsertFigures {
+        let depth = Self.insertDepth
+        progress("zeitgeist: \(insertSamples) one-entry inserts on each side with \(depth) in flight…")
+        let range = filled..<(filled + insertSamples)
+        let ours = try Pipeline.run(session.connection, messages: try range.map { try donateMessage($0, title: Corpus.title($0)) },
+                                    depth: depth) { reply in
+            guard try reply.arguments().first?.stringValue?.isEmpty == false else {
+                throw BenchError("Donate answered \(try reply.arguments()): nothing was saved")
+            }
+            return .none
+        }
+        let theirs = try Pipeline.run(session.connection, messages: try range.map { try insertMessage($0..<($0 + 1)) },
+                                      depth: depth) { reply in
+            try self.checkInserted(reply, count: 1)
+            return .none
+        }
+        filled += insertSamples
+        waitForQuiet()
+        try waitForIndex()
+        return PipelinedInsertFigures(depth: depth, callsPerSide: insertSamples,
+                                      oursCallsPerSecond: ours.callsPerSecond, zeitgeistCallsPerSecond: theirs.callsPerSecond,
+                                      ratio: ours.callsPerSecond / theirs.callsPerSecond)
+    }
+
     /// Search latency, both sides interleaved in every round.
     private func searches() throws -> (ours: LatencySummary, theirs: LatencySummary, queries: [QueryFigures]) {
         let queries = Corpus.queries
@@ -442,10 +484,11 @@ final class ZeitgeistBench {
                              [.string(Service.managerInterface), .string("MaxSavedPerApplication"), .variant(.uint32(0))])
         var rows: [StoreSizeFigures] = []
         for size in sizes {
-            let (oursFill, theirFill) = try fill(to: max(filled, size - insertSamples / 4 * 4 - 1))
+            let (oursFill, theirFill) = try fill(to: max(filled, size - insertSamples / 4 * 4 - insertSamples - 1))
             progress("zeitgeist: waiting for zeitgeist-fts to index \(filled) events…")
             var catchUp = try waitForIndex()
             let (oursInsert, theirInsert) = try timedInserts()
+            let pipelined = try pipelinedInserts()
             // One entry with two rare words per size step, on both sides.
             _ = try session.connection.call(donateMessage(filled, title: Corpus.rareTitle))
             try checkInserted(try session.connection.call(insertMessage(filled..<(filled + 1), rareAt: filled)), count: 1)
@@ -459,6 +502,7 @@ final class ZeitgeistBench {
             rows.append(StoreSizeFigures(
                 entries: filled, oursInsert: oursInsert, zeitgeistInsert: theirInsert,
                 insertRatio: oursInsert.callsPerSecond / theirInsert.callsPerSecond,
+                pipelinedInserts: pipelined,
                 oursPing: oursPing, zeitgeistPing: theirPing, queries: queries,
                 oursWorstKind: oursWorst.kind, zeitgeistWorstKind: theirWorst.kind,
                 worstP50Ratio: oursWorst.ours.p50Us / theirWorst.zeitgeist.p50Us,
