@@ -122,6 +122,8 @@ struct SearchIndex {
     var mergeDivisor = 8
     /// Below this many, recent and stale postings never trigger a merge.
     var minimumMergeThreshold = 4096
+    /// Set while the index is filled from the database, before any query.
+    var isBuilding = false
 
     // MARK: - Changes
 
@@ -130,17 +132,29 @@ struct SearchIndex {
         guard entry.rowID > 0, entry.rowID <= Self.maximumRowID else { preconditionFailure("rowid \(entry.rowID) beyond the index") }
         let rowID = UInt32(entry.rowID)
         let columns = [tokenizer.tokens(entry.title), tokenizer.tokens(entry.keywords), tokenizer.tokens(entry.description)]
-        var counts: [String: Posting] = [:]
+        // An entry has a few dozen tokens: a linear search beats hashing each.
+        var terms: [(term: String, posting: Posting)] = []
+        terms.reserveCapacity(columns[0].count + columns[1].count + columns[2].count)
         for (column, tokens) in columns.enumerated() {
             for token in tokens {
-                counts[token, default: Posting(rowID: rowID)].mark(column: column)
+                if let index = terms.firstIndex(where: { $0.term == token }) {
+                    terms[index].posting.mark(column: column)
+                } else {
+                    var posting = Posting(rowID: rowID)
+                    posting.mark(column: column)
+                    terms.append((token, posting))
+                }
             }
         }
-        for (term, posting) in counts {
-            if recent[term] == nil { recentNewTerms.append(term) }
-            Self.insert(posting, into: &recent[term, default: []])
+        for (term, posting) in terms {
+            if let index = recent.index(forKey: term) {
+                Self.insert(posting, into: &recent.values[index])
+            } else {
+                recent[term] = [posting]
+                recentNewTerms.append(term)
+            }
         }
-        recentPostingCount += counts.count
+        recentPostingCount += terms.count
         let scope = Posting(rowID: rowID)
         Self.insert(scope, into: &appPostings[entry.appID, default: []])
         Self.insert(scope, into: &typePostings[entry.activityType, default: []])
@@ -150,7 +164,10 @@ struct SearchIndex {
             descriptionLength: UInt16(clamping: columns[2].count), expires: entry.expiration != 0)
         documentCount += 1
         expirations[rowID] = entry.expiration != 0 ? entry.expiration : nil
-        if recentNewTerms.count > Self.newTermsLimit { sortNewTerms() }
+        // Sorting copies every recent term, so it waits for more new ones as
+        // there are more (a prefix query scans the unsorted ones); while
+        // building, nothing is queried and the final merge sorts them all.
+        if !isBuilding, recentNewTerms.count > max(32, Int(Double(recentSortedTerms.count).squareRoot())) { sortNewTerms() }
         mergeIfWorthIt()
     }
 
@@ -197,9 +214,6 @@ struct SearchIndex {
         list.remove(at: index)
         return true
     }
-
-    /// Sorting waits for this many new recent terms (prefix lookups scan them).
-    static let newTermsLimit = 32
 
     private mutating func sortNewTerms() {
         recentNewTerms.sort(by: Self.precedes)
@@ -309,8 +323,20 @@ struct SearchIndex {
         return found >= 0 && frozenDocumentRowIDs[found] == rowID ? found : nil
     }
 
+    /// UTF-8 byte order, with memcmp (the generic comparison of two UTF-8
+    /// views was the largest cost of building the index).
     static func precedes(_ a: String, _ b: String) -> Bool {
-        a.utf8.lexicographicallyPrecedes(b.utf8)
+        let order = a.utf8.withContiguousStorageIfAvailable { x in
+            b.utf8.withContiguousStorageIfAvailable { y -> Bool in
+                let common = min(x.count, y.count)
+                if common > 0 {
+                    let difference = memcmp(x.baseAddress!, y.baseAddress!, common)
+                    if difference != 0 { return difference < 0 }
+                }
+                return x.count < y.count
+            }
+        }
+        return (order ?? nil) ?? a.utf8.lexicographicallyPrecedes(b.utf8)
     }
 
     // MARK: - Queries
@@ -724,6 +750,7 @@ extension SQLiteConnection {
             index.minimumMergeThreshold = searchIndexMinimumMerge
             // Fewer, larger merges while everything is new.
             index.mergeDivisor = 2
+            index.isBuilding = true
             try withStatement("SELECT \(Self.indexedColumns) FROM entries WHERE eligible_search = 1 ORDER BY id") { statement throws(StoreError) in
                 while try statement.step() {
                     if let entry = Self.indexedEntry(statement) { index.add(entry, tokenizer: tokenizer) }
@@ -731,6 +758,7 @@ extension SQLiteConnection {
             }
             index.merge()
             index.mergeDivisor = 8
+            index.isBuilding = false
             searchIndexDataVersion = version
             searchIndex = index
         }

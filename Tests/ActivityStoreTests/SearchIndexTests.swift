@@ -133,6 +133,27 @@ import Testing
         #expect(queriesWithResults >= 20)
     }
 
+    /// Prefixes are byte ranges of UTF-8: other scripts, in the frozen and
+    /// the recent part alike.
+    @Test(arguments: [4096, 1])
+    func prefixesOfNonLatinWords(mergeThreshold: Int) throws {
+        let store = try ActivityStore.inMemory()
+        store.lowerSearchIndexMergeThreshold(to: mergeThreshold)
+        func titles(_ query: String) throws -> Set<String> {
+            Set(try store.search(query: query, limit: 0, appID: nil, activityTypes: [], now: baseTime + 100).map(\.activity.title))
+        }
+        try store.save(record(id: "1", title: "Привет мир"), at: baseTime)
+        #expect(try titles("прив") == ["Привет мир"]) // builds the index: these two are frozen
+        try store.save(record(id: "2", title: "привычка"), at: baseTime + 1)
+        try store.save(record(id: "3", title: "пример 東京 Ωmega"), at: baseTime + 2)
+        #expect(try titles("прив") == ["Привет мир", "привычка"])
+        #expect(try titles("при") == ["Привет мир", "привычка", "пример 東京 Ωmega"])
+        #expect(try titles("примерх").isEmpty)
+        #expect(try titles("мир при") == ["Привет мир"])
+        #expect(try titles("東京") == ["пример 東京 Ωmega"])
+        #expect(try titles("ωme") == ["пример 東京 Ωmega"])
+    }
+
     @Test func anotherConnectionsWritesAreSeen() throws {
         let directory = try TemporaryDirectory()
         let first = try ActivityStore(directory: directory.path, hourOfDay: ActivityStore.utcHour)
