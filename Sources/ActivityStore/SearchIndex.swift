@@ -17,15 +17,16 @@ import CSQLite
 /// whose terms are spread over many entries (`everywhere kalo`: 200 terms,
 /// 5 000 entries) 1.7 ms, merging every term's doclist from every segment.
 /// Here both are a few binary searches and a merge of small arrays, and
-/// ranking needs no text: each posting carries the term's count per column.
+/// ranking needs no text: each posting says which fields hold the term.
 ///
 /// Layout, for memory: most postings live in one array, grouped by term in
-/// byte order ("frozen"), 8 bytes each, with the terms in one byte buffer;
+/// byte order ("frozen"), 4 bytes each, with the terms in one byte buffer;
 /// entries indexed since live in small per-term arrays ("recent"), and
 /// entries removed since are only marked stale. When the recent or stale
-/// postings grow past a fraction of the frozen ones, the two are merged
-/// into a new frozen array. One Swift array per term instead cost 40 MiB at
-/// 100 000 bench entries (120 000 terms, most of them in one entry).
+/// postings grow past an eighth of the frozen ones, the two are merged into
+/// a new frozen array (~32 ms at 100 000 entries). One Swift array per term
+/// and 8-byte postings instead took 40 MiB at 100 000 bench entries (120 000
+/// terms, most of them in one entry); this layout ~16 MiB.
 ///
 /// Entries are identified by rowid, which is last-use order (see
 /// `Schema.version1`), so the newest matches are at the end of every list.
