@@ -420,11 +420,7 @@ struct SearchIndex {
     }
 
     private func recentTerms(withPrefix prefix: String) -> [String] {
-        var low = 0, high = recentSortedTerms.count
-        while low < high {
-            let middle = (low + high) / 2
-            if Self.precedes(recentSortedTerms[middle], prefix) { low = middle + 1 } else { high = middle }
-        }
+        var low = firstIndex(in: recentSortedTerms.indices) { !Self.precedes(recentSortedTerms[$0], prefix) }
         var found: [String] = []
         while low < recentSortedTerms.count, recentSortedTerms[low].hasUTF8Prefix(prefix) {
             found.append(recentSortedTerms[low])
@@ -551,12 +547,7 @@ struct SearchIndex {
 
     /// The first index whose rowid is not below `rowID`.
     static func lowerBound(_ rowID: UInt32, in list: ArraySlice<Posting>) -> Int {
-        var low = list.startIndex, high = list.endIndex
-        while low < high {
-            let middle = (low + high) / 2
-            if list[middle].rowID < rowID { low = middle + 1 } else { high = middle }
-        }
-        return low
+        firstIndex(in: list.indices) { list[$0].rowID >= rowID }
     }
 }
 
@@ -570,6 +561,18 @@ extension String {
             }
         }
     }
+}
+
+/// The first index of `range` where `isAtOrPast` holds, when it holds for
+/// every index after that one too (a binary search; `range.upperBound` when
+/// it holds nowhere).
+func firstIndex(in range: Range<Int>, where isAtOrPast: (Int) -> Bool) -> Int {
+    var low = range.lowerBound, high = range.upperBound
+    while low < high {
+        let middle = (low + high) / 2
+        if isAtOrPast(middle) { high = middle } else { low = middle + 1 }
+    }
+    return low
 }
 
 /// Anything sorted by rowid that ``SearchIndex/lastIndex(notAbove:in:before:)`` can search.
@@ -637,12 +640,7 @@ struct FrozenPostings {
 
     /// The first term not below `word` in byte order.
     private func lowerBound(_ word: UnsafeBufferPointer<UInt8>, in all: UnsafeBufferPointer<UInt8>) -> Int {
-        var low = 0, high = termCount
-        while low < high {
-            let middle = (low + high) / 2
-            if compare(term: middle, in: all, with: word) < 0 { low = middle + 1 } else { high = middle }
-        }
-        return low
+        firstIndex(in: 0..<termCount) { compare(term: $0, in: all, with: word) >= 0 }
     }
 
     func index(of term: String) -> Int? {
