@@ -214,7 +214,8 @@ public final class ActivityStore: Sendable {
                 entry.hours.add(hour: hour)
                 // Move the entry to the end of rowid order (see Schema.version1):
                 // rowid order stays last-use order, which search relies on.
-                if entry.id != (try Self.highestRowID(db)) { entry.id = try Self.nextRowID(db) }
+                let highest = try Self.highestRowID(db)
+                if entry.id != highest { entry.id = try Self.nextRowID(db, after: highest) }
             }
             try db.withStatement("""
                 UPDATE entries SET id = ?1, activity_type = ?2, title = ?3, content_description = ?4,
@@ -249,7 +250,7 @@ public final class ActivityStore: Sendable {
         }
 
         let savedID = newSavedID()
-        let rowID = try nextRowID(db)
+        let rowID = try nextRowID(db, after: highestRowID(db))
         var hours = UseHours()
         if countsAsUse { hours.add(hour: hour) }
         try db.withStatement("""
@@ -295,8 +296,8 @@ public final class ActivityStore: Sendable {
     /// that would not fit the search index's 29 bits (half a billion uses
     /// after the store was made), the rowids are first renumbered 1…n in
     /// the same order, which keeps last-use order and frees the space.
-    private static func nextRowID(_ db: SQLiteConnection) throws(StoreError) -> Int64 {
-        let next = try highestRowID(db) + 1
+    private static func nextRowID(_ db: SQLiteConnection, after highest: Int64) throws(StoreError) -> Int64 {
+        let next = highest + 1
         guard next > db.rowIDCeiling else { return next }
         try db.execute("""
             UPDATE entries SET id = -id;
