@@ -159,6 +159,92 @@ public final class ActivityStore: Sendable {
         }
     }
 
+    /// One save of a group (see ``saveGroup(_:)``).
+    public struct GroupedSave: Sendable {
+        public var record: SavedActivityRecord
+        public var now: Int64
+        public var countsAsUse: Bool
+        /// After saving, keep only this many of the app's most recently used
+        /// entries (`MaxSavedPerApplication`); 0: no limit.
+        public var keepingPerApp: Int
+
+        public init(record: SavedActivityRecord, now: Int64, countsAsUse: Bool = true, keepingPerApp: Int = 0) {
+            self.record = record
+            self.now = now
+            self.countsAsUse = countsAsUse
+            self.keepingPerApp = keepingPerApp
+        }
+    }
+
+    /// Saves each of `saves` as ``save(_:at:countsAsUse:)`` would, then trims
+    /// its app to `keepingPerApp`, all in **one** transaction, and returns
+    /// after the commit.
+    ///
+    /// Why: a commit costs more than the upsert it makes durable (the WAL
+    /// frames of every page touched, locks, the index's bookkeeping), and
+    /// saves that arrive together (a busy bus) share the pages they touch.
+    ///
+    /// Each save is all-or-nothing on its own (a savepoint): one that fails
+    /// gets its error in the result and the others are kept. Throws, keeping
+    /// none of them, when the transaction as a whole cannot commit.
+    ///
+    /// ```swift
+    /// let results = try store.saveGroup(records.map { .init(record: $0, now: now) })
+    /// ```
+    public func saveGroup(_ saves: [GroupedSave]) throws -> [Result<String, StoreError>] {
+        let encoded = saves.map { save in Result { () throws(StoreError) in try EncodedRecord(save.record) } }
+        let hours = saves.map { hourOfDay($0.now) }
+        return try connection.withLock { db throws(StoreError) in
+            try db.transaction { () throws(StoreError) in
+                var results: [Result<String, StoreError>] = []
+                results.reserveCapacity(saves.count)
+                for (index, save) in saves.enumerated() {
+                    let record: EncodedRecord
+                    switch encoded[index] {
+                    case .success(let value): record = value
+                    case .failure(let error): results.append(.failure(error)); continue
+                    }
+                    // Alone in the transaction, the transaction is its savepoint.
+                    if saves.count == 1 {
+                        results.append(.success(try Self.apply(save, record, hour: hours[index], db)))
+                        continue
+                    }
+                    results.append(try Self.withSavepoint(db) { () throws(StoreError) in
+                        try Self.apply(save, record, hour: hours[index], db)
+                    })
+                }
+                return results
+            }
+        }
+    }
+
+    private static func apply(_ save: GroupedSave, _ record: EncodedRecord, hour: Int,
+                              _ db: SQLiteConnection) throws(StoreError) -> String {
+        let savedID = try upsert(db, record, now: save.now, hour: hour, countsAsUse: save.countsAsUse)
+        if save.keepingPerApp > 0 { _ = try trim(db, appID: save.record.appID, keeping: save.keepingPerApp) }
+        return savedID
+    }
+
+    /// Runs `body` under a savepoint: its changes are undone when it throws,
+    /// and its error is returned, unless SQLite has already abandoned the
+    /// whole transaction (disk full, I/O error), which is thrown.
+    private static func withSavepoint(_ db: SQLiteConnection, _ body: () throws(StoreError) -> String) throws(StoreError) -> Result<String, StoreError> {
+        let indexChanges = db.pendingIndexChanges.count
+        try db.withStatement("SAVEPOINT grouped_save") { statement throws(StoreError) in try statement.run() }
+        do {
+            let result = try body()
+            try db.withStatement("RELEASE grouped_save") { statement throws(StoreError) in try statement.run() }
+            return .success(result)
+        } catch {
+            guard !db.isAutocommit else { throw error }
+            try db.execute("ROLLBACK TO grouped_save; RELEASE grouped_save")
+            db.pendingIndexChanges.removeSubrange(indexChanges...)
+            // The failed upsert may have counted its row already.
+            db.entryCountByApp.removeAll()
+            return .failure(error)
+        }
+    }
+
     /// A record with its blobs encoded outside the lock.
     private struct EncodedRecord {
         let record: SavedActivityRecord
@@ -617,19 +703,28 @@ public final class ActivityStore: Sendable {
     /// (`MaxSavedPerApplication`). Returns how many were deleted.
     @discardableResult
     public func trim(appID: String, keeping: Int) throws -> Int {
-        // Counted once per app and kept up to date by inserts, so the common
-        // case (under the limit) costs no query on every save.
-        let count = try connection.withLock { db throws(StoreError) -> Int in
-            if let cached = db.entryCountByApp[appID] { return cached }
-            let counted = try db.withStatement("SELECT count(*) FROM entries WHERE app_id = ?1") { statement throws(StoreError) in
-                try statement.bind(1, appID)
-                return try statement.step() ? statement.int(0) : 0
-            }
-            db.entryCountByApp[appID] = counted
-            return counted
+        try connection.withLock { db throws(StoreError) in
+            guard try Self.entryCount(db, appID: appID) > keeping else { return 0 }
+            return try db.transaction { () throws(StoreError) in try Self.trim(db, appID: appID, keeping: keeping) }
         }
-        guard count > keeping else { return 0 }
-        return try run("""
+    }
+
+    /// Saved entries of `appID`. Counted once per app and kept up to date by
+    /// inserts, so the common case (under the limit) costs no query on every save.
+    private static func entryCount(_ db: SQLiteConnection, appID: String) throws(StoreError) -> Int {
+        if let cached = db.entryCountByApp[appID] { return cached }
+        let counted = try db.withStatement("SELECT count(*) FROM entries WHERE app_id = ?1") { statement throws(StoreError) in
+            try statement.bind(1, appID)
+            return try statement.step() ? statement.int(0) : 0
+        }
+        db.entryCountByApp[appID] = counted
+        return counted
+    }
+
+    /// The deletion behind ``trim(appID:keeping:)``, inside the caller's transaction.
+    private static func trim(_ db: SQLiteConnection, appID: String, keeping: Int) throws(StoreError) -> Int {
+        guard try entryCount(db, appID: appID) > keeping else { return 0 }
+        return try delete(db, """
             DELETE FROM entries WHERE app_id = ?1 AND id NOT IN
                 (SELECT id FROM entries WHERE app_id = ?1 ORDER BY last_used DESC, id DESC LIMIT ?2)
             """, [.text(appID), .integer(Int64(max(0, keeping)))])
@@ -697,30 +792,36 @@ public final class ActivityStore: Sendable {
     }
 
     /// Runs one DELETE in its own transaction and returns the rows it removed.
-    ///
-    /// The deleted rows come back (`RETURNING`) so that the search index can
-    /// drop exactly them; deleting everything just empties it.
     private func run(_ sql: String, _ parameters: [Parameter], returnsIndexedColumns: Bool = true) throws(StoreError) -> Int {
         try connection.withLock { db throws(StoreError) in
             try db.transaction { () throws(StoreError) in
-                let sql = returnsIndexedColumns ? sql + " RETURNING " + SQLiteConnection.indexedColumns : sql
-                let deleted = try db.withStatement(sql) { statement throws(StoreError) in
-                    for (index, parameter) in parameters.enumerated() {
-                        switch parameter {
-                        case .text(let text): try statement.bind(Int32(index + 1), text)
-                        case .integer(let value): try statement.bind(Int32(index + 1), value)
-                        }
-                    }
-                    if returnsIndexedColumns { return try Self.unindexDeletedRows(db, statement) }
-                    try statement.run()
-                    db.pendingIndexChanges.append(.rebuild)
-                    return db.changes
-                }
-                // Any delete may change any app's count.
-                db.entryCountByApp.removeAll()
-                return deleted
+                try Self.delete(db, sql, parameters, returnsIndexedColumns: returnsIndexedColumns)
             }
         }
+    }
+
+    /// Runs one DELETE inside the caller's transaction and returns the rows it removed.
+    ///
+    /// The deleted rows come back (`RETURNING`) so that the search index can
+    /// drop exactly them; deleting everything just empties it.
+    private static func delete(_ db: SQLiteConnection, _ sql: String, _ parameters: [Parameter],
+                               returnsIndexedColumns: Bool = true) throws(StoreError) -> Int {
+        let sql = returnsIndexedColumns ? sql + " RETURNING " + SQLiteConnection.indexedColumns : sql
+        let deleted = try db.withStatement(sql) { statement throws(StoreError) in
+            for (index, parameter) in parameters.enumerated() {
+                switch parameter {
+                case .text(let text): try statement.bind(Int32(index + 1), text)
+                case .integer(let value): try statement.bind(Int32(index + 1), value)
+                }
+            }
+            if returnsIndexedColumns { return try unindexDeletedRows(db, statement) }
+            try statement.run()
+            db.pendingIndexChanges.append(.rebuild)
+            return db.changes
+        }
+        // Any delete may change any app's count.
+        db.entryCountByApp.removeAll()
+        return deleted
     }
 
     /// Steps a `DELETE … RETURNING indexedColumns` to the end, queueing the

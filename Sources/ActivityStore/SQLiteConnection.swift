@@ -116,6 +116,8 @@ final class SQLiteConnection {
             return result
         } catch {
             pendingIndexChanges.removeAll()
+            // Inserts counted rows the rollback takes back.
+            entryCountByApp.removeAll()
             // A failed COMMIT can leave the transaction open; after some errors
             // (SQLITE_FULL, IOERR) SQLite has already rolled back, so ignore the result.
             if sqlite3_get_autocommit(handle) == 0 { sqlite3_exec(handle, "ROLLBACK", nil, nil, nil) }
@@ -139,6 +141,9 @@ final class SQLiteConnection {
             throw error
         }
     }
+
+    /// No transaction is open (SQLite rolls one back by itself after some errors).
+    var isAutocommit: Bool { sqlite3_get_autocommit(handle) != 0 }
 
     /// Rows changed by the last INSERT/UPDATE/DELETE (not counting triggers).
     var changes: Int { Int(sqlite3_changes64(handle)) }

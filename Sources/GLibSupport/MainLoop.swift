@@ -73,6 +73,13 @@ public final class MainLoop {
         return attach(source) { action(); return false }
     }
 
+    /// Calls `action` once, when no descriptor, timer or other source of
+    /// default priority is ready: after the loop has read everything waiting.
+    @discardableResult
+    public func whenNothingElseIsReady(_ action: @escaping () -> Void) -> GLibSource {
+        idle(priority: G_PRIORITY_DEFAULT_IDLE, action)
+    }
+
     /// Calls `action` on the loop's thread whenever `signal` arrives (SIGTERM, SIGINT, SIGHUP…).
     @discardableResult
     public func onUnixSignal(_ signal: Int32, _ action: @escaping () -> Void) -> GLibSource {

@@ -67,9 +67,16 @@ extension UserActivityService {
             if properties.expirationDate != 0 && properties.expirationDate <= now {
                 throw UserActivityError.expired("expiration-date \(properties.expirationDate) is already past; use a future time or 0 for never")
             }
-            let savedID = try saved.donate(type: type, app: app, properties: properties, now: now)
-            invocation.reply([.string(savedID)])
-            emit([])
+            // Answered once written (donations that arrive together share one commit).
+            saved.donate(type: type, app: app, properties: properties, now: now) { [unowned self] result in
+                switch result {
+                case .success(let savedID):
+                    invocation.reply([.string(savedID)])
+                    emit([])
+                case .failure(let error):
+                    invocation.fail(error)
+                }
+            }
         }
     }
 

@@ -19,6 +19,8 @@ final class PrivacyControls {
     private var retentionTimer: GLibSource?
     /// Called with the names of properties whose values changed.
     var onChange: (([String]) -> Void)?
+    /// Runs before the settings change or the store is trimmed by them (the owner writes what is still waiting).
+    var beforeChange: () -> Void = {}
 
     static let fileName = "useractivity.conf"
     var filePath: String? { directory.map { $0 + "/" + Self.fileName } }
@@ -74,6 +76,7 @@ final class PrivacyControls {
 
     /// Makes `updated` the settings and carries out what they ask of the store.
     private func apply(_ updated: PrivacySettings) {
+        beforeChange()
         let previous = settings
         settings = updated
         let changed = PrivacySettings.propertyNames.filter { previous.value(of: $0) != updated.value(of: $0) }
@@ -96,6 +99,7 @@ final class PrivacyControls {
 
     private func enforceRetention() {
         guard settings.retentionDays > 0 else { return }
+        beforeChange()
         // Any u is a valid RetentionDays; one too long for Int64 µs keeps everything
         // (trapping here would crash every start, since the setting is kept on disk).
         let (span, spanOverflows) = Int64(settings.retentionDays).multipliedReportingOverflow(by: 86_400_000_000)

@@ -7,9 +7,20 @@ import UserActivityCore
 /// The service's side of the saved-activity store: turns activities into
 /// records and store hits into the spec's result dictionaries.
 final class SavedActivities {
-    let store: ActivityStore
+    /// Read and written only through this class, so that every access first
+    /// writes the donations still waiting (see ``donate(type:app:properties:now:completion:)``).
+    private let store: ActivityStore
     let privacy: PrivacyControls
     private let log: Logger
+
+    /// Asks the main loop to run the given write once it has read every call
+    /// waiting on the bus (an idle source); nil: donations are written at once.
+    var scheduleWrite: ((@escaping () -> Void) -> Void)?
+    /// Donations accepted but not yet written, with the answer each waits for.
+    private var pendingDonations: [(save: ActivityStore.GroupedSave, done: (Result<String, UserActivityError>) -> Void)] = []
+    private var isWriteScheduled = false
+    /// Donations kept waiting at most: a flood of Donates is written in groups of this many.
+    static let maximumPendingDonations = 64
 
     init(stateDirectory: String?, configDirectory: String?, clock: @escaping @Sendable () -> Int64, log: Logger) throws {
         self.log = log
@@ -23,6 +34,8 @@ final class SavedActivities {
             store = try ActivityStore.inMemory()
         }
         privacy = PrivacyControls(directory: configDirectory, store: store, clock: clock, log: log)
+        // Settings change what may be saved: donations accepted before the change are written under the old ones.
+        privacy.beforeChange = { [unowned self] in writePendingDonations() }
     }
 
     /// The `a{sv}` a saved copy keeps: every property that differs from its
@@ -52,16 +65,20 @@ final class SavedActivities {
     private func storage<T>(_ what: String, _ body: () throws -> T) throws -> T {
         do {
             return try body()
-        } catch let error as UserActivityError {
-            throw error
         } catch {
-            log.error("saved-activity store: \(what) failed: \(error)")
-            throw UserActivityError(.storageFailed, "the saved-activity store could not \(what): \(error). Nothing was changed; free disk space or check $XDG_STATE_HOME/useractivity and try again")
+            throw storageFailure(what, error)
         }
+    }
+
+    private func storageFailure(_ what: String, _ error: Error) -> UserActivityError {
+        if let error = error as? UserActivityError { return error }
+        log.error("saved-activity store: \(what) failed: \(error)")
+        return UserActivityError(.storageFailed, "the saved-activity store could not \(what): \(error). Nothing was changed; free disk space or check $XDG_STATE_HOME/useractivity and try again")
     }
 
     /// Writes a live activity's saved copy, unless paused or blocked.
     func save(_ activity: LiveActivity, countsAsUse: Bool, now: Int64) throws {
+        writePendingDonations()
         guard privacy.settings.allowsSaving(app: activity.appID, type: activity.activityType) else { return }
         let record = Self.record(type: activity.activityType, app: activity.appID, properties: activity.properties)
         try storage("save the activity") {
@@ -71,22 +88,76 @@ final class SavedActivities {
         }
     }
 
-    /// Saves a donation; the empty saved id when paused or blocked (nothing is saved).
-    func donate(type: String, app: String, properties: ActivityProperties, now: Int64) throws -> String {
-        guard privacy.settings.allowsSaving(app: app, type: type) else { return "" }
-        return try storage("save the donation") {
-            let savedID = try store.save(Self.record(type: type, app: app, properties: properties), at: now, countsAsUse: true)
-            if properties.expirationDate != 0 { expirationMayHaveChanged() }
-            try privacy.enforceLimit(app: app)
-            return savedID
+    /// Saves a donation and calls `completion` once it is durable, with its
+    /// saved id (empty when paused or blocked: nothing is saved) or the
+    /// store's error.
+    ///
+    /// Donations that arrive together are written in one transaction
+    /// (``ActivityStore/saveGroup(_:)``), once the daemon has read every call
+    /// waiting; a commit costs more than the save it makes durable. The
+    /// caller answers in `completion`, so an acknowledged donation is
+    /// always committed.
+    func donate(type: String, app: String, properties: ActivityProperties, now: Int64,
+                completion: @escaping (Result<String, UserActivityError>) -> Void) {
+        guard privacy.settings.allowsSaving(app: app, type: type) else { return completion(.success("")) }
+        let save = ActivityStore.GroupedSave(record: Self.record(type: type, app: app, properties: properties), now: now,
+                                             keepingPerApp: Int(privacy.settings.maxSavedPerApplication))
+        pendingDonations.append((save, completion))
+        guard let scheduleWrite, pendingDonations.count < Self.maximumPendingDonations else {
+            return writePendingDonations()
+        }
+        if !isWriteScheduled {
+            isWriteScheduled = true
+            scheduleWrite { [weak self] in
+                self?.isWriteScheduled = false
+                self?.writePendingDonations()
+            }
         }
     }
 
-    func forget(app: String) throws -> Int { try storage("forget the app") { try store.deleteAll(appID: app) } }
-    func forget(lastUsedFrom from: Int64, to: Int64) throws -> Int {
-        try storage("forget the range") { try store.delete(lastUsedFrom: from, to: to) }
+    /// Writes the waiting donations in one transaction and answers each.
+    func writePendingDonations() {
+        guard !pendingDonations.isEmpty else { return }
+        let waiting = pendingDonations
+        pendingDonations = []
+        let results: [Result<String, UserActivityError>]
+        do {
+            results = try store.saveGroup(waiting.map(\.save)).map { result in
+                result.mapError { storageFailure("save the donation", $0) }
+            }
+        } catch {
+            results = Array(repeating: .failure(storageFailure("save the donation", error)), count: waiting.count)
+        }
+        if waiting.contains(where: { $0.save.record.expirationDate != 0 }) { expirationMayHaveChanged() }
+        for (donation, result) in zip(waiting, results) { donation.done(result) }
     }
-    func forgetAll() throws -> Int { try storage("forget everything") { try store.deleteAll() } }
+
+    /// The saved entry `savedID`, whoever saved it (callers check visibility).
+    func load(savedID: String, now: Int64) throws -> SavedActivity? {
+        writePendingDonations()
+        return try storage("be read") { try store.load(savedID: savedID, now: now) }
+    }
+
+    /// Search hits as the store ranks them (the desktop-search providers build their own results).
+    func searchHits(query: String, limit: Int, appID: String?, now: Int64) throws -> [SearchHit] {
+        writePendingDonations()
+        return try storage("be searched") {
+            try store.search(query: query, limit: limit, appID: appID, activityTypes: [], now: now)
+        }
+    }
+
+    func forget(app: String) throws -> Int {
+        writePendingDonations()
+        return try storage("forget the app") { try store.deleteAll(appID: app) }
+    }
+    func forget(lastUsedFrom from: Int64, to: Int64) throws -> Int {
+        writePendingDonations()
+        return try storage("forget the range") { try store.delete(lastUsedFrom: from, to: to) }
+    }
+    func forgetAll() throws -> Int {
+        writePendingDonations()
+        return try storage("forget everything") { try store.deleteAll() }
+    }
 
     /// The apps a query may see: the caller's own when confined, narrowed by the app-id option.
     private func scope(requested: String?, visibleApp: String?) -> (app: String?, empty: Bool) {
@@ -96,6 +167,7 @@ final class SavedActivities {
     }
 
     func search(query: String, options: SearchOptions, visibleApp: String?, now: Int64) throws -> [TypedValue] {
+        writePendingDonations()
         let scope = scope(requested: options.appID, visibleApp: visibleApp)
         if scope.empty { return [] }
         let hits = try storage("search") {
@@ -106,6 +178,7 @@ final class SavedActivities {
     }
 
     func suggestions(options: SuggestionOptions, visibleApp: String?, now: Int64) throws -> [TypedValue] {
+        writePendingDonations()
         let scope = scope(requested: options.appID, visibleApp: visibleApp)
         if scope.empty { return [] }
         let hits = try storage("rank suggestions") {
@@ -138,14 +211,17 @@ final class SavedActivities {
     }
 
     func delete(app: String, persistentIdentifiers: [String]) throws {
+        writePendingDonations()
         try storage("delete") { _ = try store.delete(appID: app, persistentIdentifiers: persistentIdentifiers) }
     }
 
     func deleteAll(app: String) throws {
+        writePendingDonations()
         try storage("delete") { _ = try store.deleteAll(appID: app) }
     }
 
     func purgeExpired(now: Int64) {
+        writePendingDonations()
         do {
             expirationMayHaveChanged()
             let purged = try store.purgeExpired(now: now)

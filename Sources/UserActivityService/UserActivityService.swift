@@ -49,6 +49,8 @@ public final class UserActivityService {
 
     private var directoryMonitor: DirectoryMonitor?
     private var expiryTimer: GLibSource?
+    /// The pending write of waiting donations (see ``SavedActivities/donate(type:app:properties:now:completion:)``).
+    private var donationWrite: GLibSource?
     private var expiryTimerDate: Int64?
 
     /// Further objects below the manager (search providers): path → dispatch table.
@@ -121,6 +123,13 @@ public final class UserActivityService {
             bus: bus, probe: ProcessIdentityProbe(procRoot: configuration.procRoot, loadKeyFile: { GLibKeyFile.load(path: $0) }),
             catalog: { [unowned self] in self.catalog }, log: log)
         self.continuation = ContinuationService(service: self)
+        // Donations wait for the loop to have read every call queued on the bus, then share one commit.
+        saved.scheduleWrite = { [unowned self] write in
+            donationWrite = loop.whenNothingElseIsReady { [unowned self] in
+                donationWrite = nil
+                write()
+            }
+        }
         for warning in catalog.warnings { log.warning("\(warning)") }
         buildDispatchTables()
     }
@@ -147,6 +156,12 @@ public final class UserActivityService {
         saved.purgeExpired(now: configuration.clock())
         rearmExpiryTimer()
         exportDesktopSearch()
+    }
+
+    /// Writes and answers the donations still waiting; call after the loop
+    /// stops (SIGTERM), before the last flush of the connection.
+    public func finishPendingWrites() {
+        saved.writePendingDonations()
     }
 
     /// Re-reads the desktop entries (they changed on disk).

@@ -88,6 +88,7 @@ enum Daemon {
         loop.run()
         terminate.cancel()
         interrupt.cancel()
+        service.finishPendingWrites()
         bus.flush()
         withExtendedLifetime(service) {}
     }

@@ -82,12 +82,7 @@ final class ContinuationService {
         let optionEntries = invocation.entries(1)
         service.withCaller(invocation) { [unowned self] identity in
             let options = try ContinuationOptions.parse(optionEntries, method: "ContinueSavedActivity")
-            let entry: SavedActivity?
-            do {
-                entry = try service.saved.store.load(savedID: savedID, now: now())
-            } catch {
-                throw UserActivityError(.storageFailed, "the saved-activity store could not be read: \(error)")
-            }
+            let entry = try service.saved.load(savedID: savedID, now: now())
             // Another app's entry is reported as missing to a confined caller,
             // so that it learns nothing about what other apps saved.
             guard let entry, ContinuationPlanner.mayContinueSaved(of: entry.appID, visibleApp: identity.visibleApp()) else {

@@ -39,13 +39,7 @@ extension UserActivityService {
     /// Search for a shell, with the manager's visibility rule: a sandboxed
     /// caller sees only its own app's entries (`visibleApp`), the shell all.
     func desktopSearch(_ query: String, visibleApp: String?, limit: Int = desktopSearchLimit) throws -> [SearchHit] {
-        do {
-            return try saved.store.search(query: query, limit: limit, appID: visibleApp, activityTypes: [],
-                                          now: configuration.clock())
-        } catch {
-            log.error("desktop search failed: \(error)")
-            throw UserActivityError(.storageFailed, "the saved-activity store could not be searched: \(error)")
-        }
+        try saved.searchHits(query: query, limit: limit, appID: visibleApp, now: configuration.clock())
     }
 
     /// The saved entry `savedID` when it exists and the caller may see it.
@@ -53,12 +47,7 @@ extension UserActivityService {
     /// An entry of another app is reported as missing to a sandboxed caller,
     /// as the manager's ContinueSavedActivity does, so it learns nothing.
     func desktopSearchEntry(_ savedID: String, visibleApp: String?) throws -> SavedActivitySummary? {
-        let entry: SavedActivity?
-        do {
-            entry = try saved.store.load(savedID: savedID, now: configuration.clock())
-        } catch {
-            throw UserActivityError(.storageFailed, "the saved-activity store could not be read: \(error)")
-        }
+        let entry = try saved.load(savedID: savedID, now: configuration.clock())
         guard let entry, visibleApp == nil || entry.appID == visibleApp else { return nil }
         return entry.summary
     }
