@@ -335,7 +335,7 @@ public final class ActivityStore: Sendable {
             return entry.savedID
         }
 
-        let savedID = newSavedID()
+        let savedID = newSavedID(now: now)
         let rowID = try nextRowID(db, after: highestRowID(db))
         var hours = UseHours()
         if countsAsUse { hours.add(hour: hour) }
@@ -405,16 +405,24 @@ public final class ActivityStore: Sendable {
 
     /// 128 random bits as 32 lowercase hex digits: unguessable, so a saved ID
     /// reveals nothing about other entries or about when it was made.
-    private static func newSavedID() -> String {
+    /// 32 hex digits: the creation time (13 digits of Unix µs), then 76 random bits.
+    ///
+    /// Why the time first: the unique index on `saved_id` then grows at its
+    /// end, like the table, instead of taking every new entry to a random
+    /// page of it, a page more to write (and at 100 000 entries often to
+    /// read first) on every commit. The random part keeps ids unique.
+    static func newSavedID(now: Int64) -> String {
         var generator = SystemRandomNumberGenerator()
-        let words = [generator.next() as UInt64, generator.next() as UInt64]
-        let digits = Array("0123456789abcdef")
-        var id = ""
-        id.reserveCapacity(32)
-        for word in words {
-            for shift in stride(from: 60, through: 0, by: -4) { id.append(digits[Int((word >> UInt64(shift)) & 0xF)]) }
-        }
-        return id
+        let random: UInt64 = generator.next()
+        let moreRandom: UInt64 = generator.next()
+        let time = UInt64(bitPattern: now) & (1 << 52 - 1)
+        let digits = Array("0123456789abcdef".utf8)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(32)
+        for shift in stride(from: 48, through: 0, by: -4) { bytes.append(digits[Int((time >> UInt64(shift)) & 0xF)]) }
+        for shift in stride(from: 60, through: 0, by: -4) { bytes.append(digits[Int((random >> UInt64(shift)) & 0xF)]) }
+        for shift in stride(from: 8, through: 0, by: -4) { bytes.append(digits[Int((moreRandom >> UInt64(shift)) & 0xF)]) }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     // MARK: - Reading

@@ -133,4 +133,17 @@ import TypedValues
         #expect(try search(store, "entry").sorted() == ["Entry 3", "Entry 4"])
         #expect(try search(store, "elsewhere") == ["Elsewhere"])
     }
+
+    @Test func savedIDsBeginWithTheirCreationTimeAndStayUnique() throws {
+        let sameMicrosecond = (0..<1000).map { _ in ActivityStore.newSavedID(now: baseTime) }
+        #expect(Set(sameMicrosecond).count == 1000)
+        #expect(sameMicrosecond.allSatisfy { $0.count == 32 && $0.allSatisfy(\.isHexDigit) })
+        #expect(sameMicrosecond.allSatisfy { $0.hasPrefix(String(baseTime, radix: 16).leftPadded(to: 13)) })
+        let later = ActivityStore.newSavedID(now: baseTime + 1)
+        #expect(sameMicrosecond.allSatisfy { $0 < later })
+    }
+}
+
+private extension String {
+    func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }
