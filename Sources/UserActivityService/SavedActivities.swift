@@ -21,6 +21,8 @@ final class SavedActivities {
     private var isWriteScheduled = false
     /// Donations kept waiting at most: a flood of Donates is written in groups of this many.
     static let maximumPendingDonations = 64
+    /// How long the first of them may wait while other calls keep the loop busy.
+    static let longestDonationWaitMilliseconds: UInt32 = 5
 
     init(stateDirectory: String?, configDirectory: String?, clock: @escaping @Sendable () -> Int64, log: Logger) throws {
         self.log = log

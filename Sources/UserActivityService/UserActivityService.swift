@@ -49,8 +49,9 @@ public final class UserActivityService {
 
     private var directoryMonitor: DirectoryMonitor?
     private var expiryTimer: GLibSource?
-    /// The pending write of waiting donations (see ``SavedActivities/donate(type:app:properties:now:completion:)``).
-    private var donationWrite: GLibSource?
+    /// The pending write of waiting donations (see ``SavedActivities/donate(type:app:properties:now:completion:)``):
+    /// when the loop is idle, or after a deadline; whichever comes first cancels both.
+    private var donationWrite: (whenIdle: GLibSource, deadline: GLibSource)?
     private var expiryTimerDate: Int64?
 
     /// Further objects below the manager (search providers): path → dispatch table.
@@ -123,12 +124,15 @@ public final class UserActivityService {
             bus: bus, probe: ProcessIdentityProbe(procRoot: configuration.procRoot, loadKeyFile: { GLibKeyFile.load(path: $0) }),
             catalog: { [unowned self] in self.catalog }, log: log)
         self.continuation = ContinuationService(service: self)
-        // Donations wait for the loop to have read every call queued on the bus, then share one commit.
+        // Donations wait for the loop to have read every call queued on the bus, then share one commit;
+        // at most a few milliseconds, should other callers keep the bus busy all that time.
         saved.scheduleWrite = { [unowned self] write in
-            donationWrite = loop.whenNothingElseIsReady { [unowned self] in
+            let run = { [unowned self] in
                 donationWrite = nil
                 write()
             }
+            donationWrite = (loop.whenNothingElseIsReady(run),
+                             loop.after(milliseconds: SavedActivities.longestDonationWaitMilliseconds, run))
         }
         for warning in catalog.warnings { log.warning("\(warning)") }
         buildDispatchTables()
