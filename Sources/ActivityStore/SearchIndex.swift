@@ -740,7 +740,9 @@ extension SQLiteConnection {
     /// The search index, built first when there is none yet (it is built on
     /// the first search, not at open: a daemon started for one Donate never
     /// pays for it) or when another connection has written since.
-    func withSearchIndex<T>(_ body: (SearchIndex) -> T) throws(StoreError) -> T {
+    /// `body` gets the index in place (`inout`): passed by value, reading it
+    /// from this class copied it, a retain and release of each of its arrays.
+    func withSearchIndex<T>(_ body: (inout SearchIndex) -> T) throws(StoreError) -> T {
         let version = try dataVersion()
         if searchIndex == nil || searchIndexDataVersion != version {
             searchIndex = nil
@@ -761,7 +763,7 @@ extension SQLiteConnection {
             searchIndexDataVersion = version
             searchIndex = index
         }
-        return body(searchIndex!)
+        return body(&searchIndex!)
     }
 
     /// A statement, not `SQLITE_FCNTL_DATA_VERSION`: that one is only

@@ -162,7 +162,7 @@ struct WireDecoder {
         let elementEnd = try Self.endOfCompleteType(signature, from: elementStart)
         let elementCodes = signature[elementStart..<elementEnd]
         let isDictionary = elementCodes.first == UInt8(ascii: "{")
-        try align(isDictionary ? 8 : WireEncoder.alignment(ofTypeCode: elementCodes.first))
+        try align(isDictionary ? 8 : TypedValue.alignment(ofTypeCode: elementCodes.first))
         let end = position + length
         guard end <= body.count else { throw Malformed() }
         if isDictionary {

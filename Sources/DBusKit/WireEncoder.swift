@@ -16,67 +16,118 @@ import TypedValues
 /// Values it cannot carry (Unix file descriptors, which travel beside the
 /// bytes) and anything `dbus_message_demarshal` refuses are left to the
 /// iterator path, so callers see libdbus's own errors exactly as before.
-struct WireEncoder {
+struct WireEncoder: ~Copyable {
     /// Why a message is left to the iterator path.
     struct Refusal: Error {}
 
-    private(set) var bytes: [UInt8]
+    /// A buffer of its own rather than `[UInt8]`: every `Array.append` checks
+    /// capacity and uniqueness, and an `InterfacesAdded` signal is a few
+    /// hundred appends.
+    private var start: UnsafeMutableRawPointer
+    private var capacity: Int
+    private(set) var count = 0
 
     init(capacity: Int = 256) {
-        bytes = []
-        bytes.reserveCapacity(capacity)
+        self.capacity = max(capacity, 16)
+        start = UnsafeMutableRawPointer.allocate(byteCount: self.capacity, alignment: 8)
     }
 
-    /// Zero bytes up to the next multiple of `alignment` (offsets count from
-    /// the start of the buffer, which starts 8-aligned in the message).
+    deinit { start.deallocate() }
+
+    /// The bytes written so far (valid while the encoder lives and is not changed).
+    func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try body(UnsafeRawBufferPointer(start: start, count: count))
+    }
+
+    private mutating func reserve(_ extra: Int) {
+        let needed = count + extra
+        guard needed > capacity else { return }
+        var grown = capacity * 2
+        while grown < needed { grown *= 2 }
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: grown, alignment: 8)
+        buffer.copyMemory(from: start, byteCount: count)
+        start.deallocate()
+        start = buffer
+        capacity = grown
+    }
+
+    /// Zero bytes up to the next multiple of `alignment` (1, 2, 4 or 8;
+    /// offsets count from the start of the buffer, which starts 8-aligned in
+    /// the message).
     mutating func pad(to alignment: Int) {
-        let remainder = bytes.count % alignment
-        if remainder != 0 { bytes.append(contentsOf: repeatElement(0, count: alignment - remainder)) }
+        let remainder = count & (alignment - 1)
+        guard remainder != 0 else { return }
+        let padding = alignment - remainder
+        reserve(padding)
+        (start + count).initializeMemory(as: UInt8.self, repeating: 0, count: padding)
+        count += padding
     }
 
-    mutating func appendByte(_ value: UInt8) { bytes.append(value) }
+    mutating func appendByte(_ value: UInt8) {
+        reserve(1)
+        start.storeBytes(of: value, toByteOffset: count, as: UInt8.self)
+        count += 1
+    }
 
     mutating func append<T: FixedWidthInteger>(_ value: T) {
         pad(to: MemoryLayout<T>.size)
-        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+        reserve(MemoryLayout<T>.size)
+        start.storeBytes(of: value.littleEndian, toByteOffset: count, as: T.self)
+        count += MemoryLayout<T>.size
+    }
+
+    private mutating func append(_ raw: UnsafeRawBufferPointer) {
+        guard let base = raw.baseAddress, raw.count > 0 else { return }
+        reserve(raw.count)
+        (start + count).copyMemory(from: base, byteCount: raw.count)
+        count += raw.count
+    }
+
+    private mutating func appendUTF8(_ value: String) {
+        let copied: Void? = value.utf8.withContiguousStorageIfAvailable { append(UnsafeRawBufferPointer($0)) }
+        if copied == nil { Array(value.utf8).withUnsafeBytes { append($0) } }
     }
 
     /// A string, object path: u32 length, the bytes, NUL.
     mutating func appendString(_ value: String) throws(Refusal) {
-        let count = value.utf8.count
-        guard count < 1 << 27 else { throw Refusal() }
-        append(UInt32(count))
-        bytes.append(contentsOf: value.utf8)
-        bytes.append(0)
+        let length = value.utf8.count
+        guard length < 1 << 27 else { throw Refusal() }
+        append(UInt32(length))
+        appendUTF8(value)
+        appendByte(0)
     }
 
     /// A signature: one length byte, the characters, NUL.
     mutating func appendSignature(_ value: String) throws(Refusal) {
-        let utf8 = Array(value.utf8)
-        guard utf8.count <= 255 else { throw Refusal() }
-        bytes.append(UInt8(utf8.count))
-        bytes.append(contentsOf: utf8)
-        bytes.append(0)
+        let length = value.utf8.count
+        guard length <= 255 else { throw Refusal() }
+        appendByte(UInt8(length))
+        appendUTF8(value)
+        appendByte(0)
     }
 
     /// Overwrites the u32 at `offset` (a length known only afterwards).
     mutating func patch(_ value: UInt32, at offset: Int) {
-        withUnsafeBytes(of: value.littleEndian) { raw in
-            for index in 0..<4 { bytes[offset + index] = raw[index] }
-        }
+        start.storeBytes(of: value.littleEndian, toByteOffset: offset, as: UInt32.self)
     }
 
-    /// An array: u32 byte length (patched afterwards), padding to the element
-    /// alignment (not counted), then the elements.
-    private mutating func appendArray(elementAlignment: Int, _ body: (inout WireEncoder) throws(Refusal) -> Void) throws(Refusal) {
+    private mutating func patchByte(_ value: UInt8, at offset: Int) {
+        start.storeBytes(of: value, toByteOffset: offset, as: UInt8.self)
+    }
+
+    /// An array: u32 byte length (patched by `endArray`), padding to the
+    /// element alignment (not counted), then the elements.
+    private mutating func beginArray(elementAlignment: Int) -> (lengthOffset: Int, elementsStart: Int) {
         append(UInt32(0))
-        let lengthOffset = bytes.count - 4
+        let lengthOffset = count - 4
         pad(to: elementAlignment)
-        let start = bytes.count
-        try body(&self)
-        let length = bytes.count - start
+        return (lengthOffset, count)
+    }
+
+    private mutating func endArray(_ array: (lengthOffset: Int, elementsStart: Int)) throws(Refusal) {
+        let length = count - array.elementsStart
         guard length < 1 << 26 else { throw Refusal() }
-        patch(UInt32(length), at: lengthOffset)
+        patch(UInt32(length), at: array.lengthOffset)
     }
 
     mutating func append(_ value: TypedValue) throws(Refusal) {
@@ -94,85 +145,84 @@ struct WireEncoder {
         case .signature(let v): try appendSignature(v)
         case .unixFD: throw Refusal()
         case .variant(let inner):
-            let lengthOffset = bytes.count
-            bytes.append(0)
-            Self.appendSignature(of: inner, to: &bytes)
-            let length = bytes.count - lengthOffset - 1
+            let lengthOffset = count
+            appendByte(0)
+            appendSignature(of: inner)
+            let length = count - lengthOffset - 1
             guard length <= 255 else { throw Refusal() }
-            bytes[lengthOffset] = UInt8(length)
-            bytes.append(0)
+            patchByte(UInt8(length), at: lengthOffset)
+            appendByte(0)
             try append(inner)
         case .structure(let fields):
             pad(to: 8)
             for field in fields { try append(field) }
         case .array(let elementType, let elements):
-            try appendArray(elementAlignment: Self.alignment(ofType: elementType)) { (encoder) throws(Refusal) in
-                for element in elements { try encoder.append(element) }
-            }
+            let array = beginArray(elementAlignment: Self.alignment(ofType: elementType))
+            for element in elements { try append(element) }
+            try endArray(array)
         case .dictionary(_, _, let entries):
-            try appendArray(elementAlignment: 8) { (encoder) throws(Refusal) in
-                for entry in entries {
-                    encoder.pad(to: 8)
-                    try encoder.append(entry.key)
-                    try encoder.append(entry.value)
-                }
+            let array = beginArray(elementAlignment: 8)
+            for entry in entries {
+                pad(to: 8)
+                try append(entry.key)
+                try append(entry.value)
             }
+            try endArray(array)
         }
     }
 
     /// Writes `value`'s type signature (`TypedValue.signature`) without
     /// building intermediate strings.
-    static func appendSignature(of value: TypedValue, to bytes: inout [UInt8]) {
+    mutating func appendSignature(of value: TypedValue) {
         switch value {
-        case .byte: bytes.append(UInt8(ascii: "y"))
-        case .boolean: bytes.append(UInt8(ascii: "b"))
-        case .int16: bytes.append(UInt8(ascii: "n"))
-        case .uint16: bytes.append(UInt8(ascii: "q"))
-        case .int32: bytes.append(UInt8(ascii: "i"))
-        case .uint32: bytes.append(UInt8(ascii: "u"))
-        case .int64: bytes.append(UInt8(ascii: "x"))
-        case .uint64: bytes.append(UInt8(ascii: "t"))
-        case .double: bytes.append(UInt8(ascii: "d"))
-        case .string: bytes.append(UInt8(ascii: "s"))
-        case .objectPath: bytes.append(UInt8(ascii: "o"))
-        case .signature: bytes.append(UInt8(ascii: "g"))
-        case .unixFD: bytes.append(UInt8(ascii: "h"))
-        case .variant: bytes.append(UInt8(ascii: "v"))
+        case .byte: appendByte(UInt8(ascii: "y"))
+        case .boolean: appendByte(UInt8(ascii: "b"))
+        case .int16: appendByte(UInt8(ascii: "n"))
+        case .uint16: appendByte(UInt8(ascii: "q"))
+        case .int32: appendByte(UInt8(ascii: "i"))
+        case .uint32: appendByte(UInt8(ascii: "u"))
+        case .int64: appendByte(UInt8(ascii: "x"))
+        case .uint64: appendByte(UInt8(ascii: "t"))
+        case .double: appendByte(UInt8(ascii: "d"))
+        case .string: appendByte(UInt8(ascii: "s"))
+        case .objectPath: appendByte(UInt8(ascii: "o"))
+        case .signature: appendByte(UInt8(ascii: "g"))
+        case .unixFD: appendByte(UInt8(ascii: "h"))
+        case .variant: appendByte(UInt8(ascii: "v"))
         case .array(let elementType, _):
-            bytes.append(UInt8(ascii: "a"))
-            bytes.append(contentsOf: elementType.utf8)
+            appendByte(UInt8(ascii: "a"))
+            appendUTF8(elementType)
         case .dictionary(let keyType, let valueType, _):
-            bytes.append(contentsOf: [UInt8(ascii: "a"), UInt8(ascii: "{")])
-            bytes.append(contentsOf: keyType.utf8)
-            bytes.append(contentsOf: valueType.utf8)
-            bytes.append(UInt8(ascii: "}"))
+            appendByte(UInt8(ascii: "a"))
+            appendByte(UInt8(ascii: "{"))
+            appendUTF8(keyType)
+            appendUTF8(valueType)
+            appendByte(UInt8(ascii: "}"))
         case .structure(let fields):
-            bytes.append(UInt8(ascii: "("))
-            for field in fields { appendSignature(of: field, to: &bytes) }
-            bytes.append(UInt8(ascii: ")"))
+            appendByte(UInt8(ascii: "("))
+            for field in fields { appendSignature(of: field) }
+            appendByte(UInt8(ascii: ")"))
         }
     }
 
     /// A header field: padding to 8, its code, then a variant of `typeCode`.
-    mutating func appendHeaderField(_ code: UInt8, typeCode: UInt8, _ write: (inout WireEncoder) throws(Refusal) -> Void) throws(Refusal) {
+    mutating func appendHeaderField(_ code: UInt8, typeCode: UInt8) {
         pad(to: 8)
-        bytes.append(contentsOf: [code, 1, typeCode, 0])
-        try write(&self)
+        appendByte(code)
+        appendByte(1)
+        appendByte(typeCode)
+        appendByte(0)
+    }
+
+    /// A string or object path header field, when there is a value.
+    mutating func appendHeaderField(_ code: UInt8, typeCode: UInt8, string value: String?) throws(Refusal) {
+        guard let value else { return }
+        appendHeaderField(code, typeCode: typeCode)
+        try appendString(value)
     }
 
     static func alignment(ofType signature: String) -> Int {
-        alignment(ofTypeCode: signature.utf8.first)
-    }
-
-    /// The alignment of the type whose signature starts with `code`.
-    static func alignment(ofTypeCode code: UInt8?) -> Int {
-        switch code {
-        case UInt8(ascii: "n"), UInt8(ascii: "q"): return 2
-        case UInt8(ascii: "b"), UInt8(ascii: "i"), UInt8(ascii: "u"), UInt8(ascii: "h"),
-             UInt8(ascii: "s"), UInt8(ascii: "o"), UInt8(ascii: "a"): return 4
-        case UInt8(ascii: "x"), UInt8(ascii: "t"), UInt8(ascii: "d"), UInt8(ascii: "("), UInt8(ascii: "{"): return 8
-        default: return 1
-        }
+        TypedValue.alignment(ofTypeCode: signature.utf8.first)
     }
 }
 
@@ -205,17 +255,17 @@ struct WireHeader {
     /// The complete message, or nil when the encoder cannot build it. Its
     /// serial is 0, so libdbus numbers it when it is sent.
     func message(arguments: [TypedValue]) -> Message? {
-        var signature: [UInt8] = []
-        for argument in arguments { WireEncoder.appendSignature(of: argument, to: &signature) }
+        var signature = WireEncoder(capacity: 64)
+        for argument in arguments { signature.appendSignature(of: argument) }
         guard signature.count <= 255 else { return nil }
         do {
             // One buffer: the header, then the body right behind it. The body
             // starts 8-aligned, so aligning to the buffer aligns to the body.
             var message = try header(signature: signature)
-            let bodyStart = message.bytes.count
+            let bodyStart = message.count
             for argument in arguments { try message.append(argument) }
-            message.patch(UInt32(message.bytes.count - bodyStart), at: Self.bodyLengthOffset)
-            return Self.demarshal(message.bytes)
+            message.patch(UInt32(message.count - bodyStart), at: Self.bodyLengthOffset)
+            return message.withBytes { Self.demarshal($0) }
         } catch {
             return nil
         }
@@ -226,7 +276,7 @@ struct WireHeader {
 
     /// The header up to and including the padding before the body; its body
     /// length is patched once the body is written.
-    private func header(signature: [UInt8]) throws(WireEncoder.Refusal) -> WireEncoder {
+    private func header(signature: borrowing WireEncoder) throws(WireEncoder.Refusal) -> WireEncoder {
         var message = WireEncoder(capacity: 512)
         message.appendByte(UInt8(ascii: "l"))
         message.appendByte(type.rawValue)
@@ -240,41 +290,33 @@ struct WireHeader {
         message.append(UInt32(1))
         // Header fields: a(yv), in the order libdbus itself writes them.
         message.append(UInt32(0))
-        let lengthOffset = message.bytes.count - 4
+        let lengthOffset = message.count - 4
         message.pad(to: 8)
-        let fieldsStart = message.bytes.count
-        func string(_ code: UInt8, _ typeCode: UInt8, _ value: String?) throws(WireEncoder.Refusal) {
-            guard let value else { return }
-            try message.appendHeaderField(code, typeCode: typeCode) { (encoder) throws(WireEncoder.Refusal) in
-                try encoder.appendString(value)
-            }
-        }
-        try string(1, UInt8(ascii: "o"), path)
-        try string(6, UInt8(ascii: "s"), destination)
-        try string(2, UInt8(ascii: "s"), interface)
-        try string(3, UInt8(ascii: "s"), member)
-        try string(4, UInt8(ascii: "s"), errorName)
+        let fieldsStart = message.count
+        try message.appendHeaderField(1, typeCode: UInt8(ascii: "o"), string: path)
+        try message.appendHeaderField(6, typeCode: UInt8(ascii: "s"), string: destination)
+        try message.appendHeaderField(2, typeCode: UInt8(ascii: "s"), string: interface)
+        try message.appendHeaderField(3, typeCode: UInt8(ascii: "s"), string: member)
+        try message.appendHeaderField(4, typeCode: UInt8(ascii: "s"), string: errorName)
         if let replySerial {
-            try message.appendHeaderField(5, typeCode: UInt8(ascii: "u")) { encoder in encoder.append(replySerial) }
+            message.appendHeaderField(5, typeCode: UInt8(ascii: "u"))
+            message.append(replySerial)
         }
-        if !signature.isEmpty {
-            try message.appendHeaderField(8, typeCode: UInt8(ascii: "g")) { encoder in
-                encoder.appendByte(UInt8(signature.count))
-                for byte in signature { encoder.appendByte(byte) }
-                encoder.appendByte(0)
-            }
+        if signature.count > 0 {
+            message.appendHeaderField(8, typeCode: UInt8(ascii: "g"))
+            message.appendByte(UInt8(signature.count))
+            signature.withBytes { for byte in $0 { message.appendByte(byte) } }
+            message.appendByte(0)
         }
-        message.patch(UInt32(message.bytes.count - fieldsStart), at: lengthOffset)
+        message.patch(UInt32(message.count - fieldsStart), at: lengthOffset)
         message.pad(to: 8)
         return message
     }
 
-    private static func demarshal(_ bytes: [UInt8]) -> Message? {
+    private static func demarshal(_ raw: UnsafeRawBufferPointer) -> Message? {
         var error = DBusError()
         dbus_error_init(&error)
-        let pointer = bytes.withUnsafeBytes { raw in
-            dbus_message_demarshal(raw.baseAddress!.assumingMemoryBound(to: CChar.self), Int32(raw.count), &error)
-        }
+        let pointer = dbus_message_demarshal(raw.baseAddress!.assumingMemoryBound(to: CChar.self), Int32(raw.count), &error)
         guard let pointer else {
             dbus_error_free(&error)
             return nil

@@ -72,7 +72,7 @@ extension TypedValue {
         case .string(let s), .objectPath(let s): return align(offset, 4) + 4 + s.utf8.count + 1
         case .signature(let s): return offset + 1 + s.utf8.count + 1
         case .variant(let inner):
-            let afterSignature = offset + 1 + inner.signature.utf8.count + 1
+            let afterSignature = offset + 1 + inner.signatureLength + 1
             return inner.marshalledEnd(startingAt: afterSignature)
         case .structure(let fields):
             var position = align(offset, 8)
@@ -96,12 +96,18 @@ extension TypedValue {
     /// The size of this value marshalled alone at the start of a message body.
     public var marshalledSize: Int { marshalledEnd(startingAt: 0) }
 
+    /// By the first byte: `Character` would run grapheme breaking for every array.
     static func alignment(ofType signature: String) -> Int {
-        switch signature.first {
-        case "y", "g", "v": return 1
-        case "n", "q": return 2
-        case "b", "i", "u", "h", "s", "o", "a": return 4
-        case "x", "t", "d", "(", "{": return 8
+        alignment(ofTypeCode: signature.utf8.first)
+    }
+
+    /// The alignment of the type whose signature starts with `code`.
+    public static func alignment(ofTypeCode code: UInt8?) -> Int {
+        switch code {
+        case UInt8(ascii: "n"), UInt8(ascii: "q"): return 2
+        case UInt8(ascii: "b"), UInt8(ascii: "i"), UInt8(ascii: "u"), UInt8(ascii: "h"),
+             UInt8(ascii: "s"), UInt8(ascii: "o"), UInt8(ascii: "a"): return 4
+        case UInt8(ascii: "x"), UInt8(ascii: "t"), UInt8(ascii: "d"), UInt8(ascii: "("), UInt8(ascii: "{"): return 8
         default: return 1
         }
     }

@@ -9,7 +9,10 @@
 /// ])
 /// info.signature // "a{sv}"
 /// ```
-public indirect enum TypedValue: Sendable, Equatable {
+///
+/// Only `variant` is boxed: an `indirect` enum put every value, each string
+/// and integer included, in a heap allocation of its own.
+public enum TypedValue: Sendable, Equatable {
     case byte(UInt8)
     case boolean(Bool)
     case int16(Int16)
@@ -29,7 +32,7 @@ public indirect enum TypedValue: Sendable, Equatable {
     /// A dictionary in wire order (D-Bus allows any order; keeping it makes round trips exact).
     case dictionary(keyType: String, valueType: String, [DictionaryEntry])
     case structure([TypedValue])
-    case variant(TypedValue)
+    indirect case variant(TypedValue)
 
     public struct DictionaryEntry: Sendable, Equatable {
         public var key: TypedValue
@@ -92,7 +95,70 @@ public indirect enum TypedValue: Sendable, Equatable {
                 || entries.contains { $0.key.contains(anyOf: typeCodes) || $0.value.contains(anyOf: typeCodes) }
         case .structure(let fields): return fields.contains { $0.contains(anyOf: typeCodes) }
         case .variant(let inner): return inner.contains(anyOf: typeCodes)
-        default: return names(signature)
+        default: return leafTypeCode.map(typeCodes.contains) ?? false
+        }
+    }
+
+    /// The type code of a basic value or a variant; nil for a container.
+    var leafTypeCode: UInt8? {
+        switch self {
+        case .byte: UInt8(ascii: "y")
+        case .boolean: UInt8(ascii: "b")
+        case .int16: UInt8(ascii: "n")
+        case .uint16: UInt8(ascii: "q")
+        case .int32: UInt8(ascii: "i")
+        case .uint32: UInt8(ascii: "u")
+        case .int64: UInt8(ascii: "x")
+        case .uint64: UInt8(ascii: "t")
+        case .double: UInt8(ascii: "d")
+        case .string: UInt8(ascii: "s")
+        case .objectPath: UInt8(ascii: "o")
+        case .signature: UInt8(ascii: "g")
+        case .unixFD: UInt8(ascii: "h")
+        case .variant: UInt8(ascii: "v")
+        case .array, .dictionary, .structure: nil
+        }
+    }
+
+    /// `signature.utf8.count`, without building the signature.
+    public var signatureLength: Int {
+        switch self {
+        case .array(let elementType, _): 1 + elementType.utf8.count
+        case .dictionary(let keyType, let valueType, _): 3 + keyType.utf8.count + valueType.utf8.count
+        case .structure(let fields): fields.reduce(2) { $0 + $1.signatureLength }
+        default: 1
+        }
+    }
+
+    /// `signature == expected`, without building the signature (every
+    /// property of every call is checked this way).
+    public func hasSignature(_ expected: String) -> Bool {
+        let matched: Bool? = expected.utf8.withContiguousStorageIfAvailable { bytes in
+            var position = 0
+            return matchSignature(bytes, &position) && position == bytes.count
+        }
+        return matched ?? (signature == expected)
+    }
+
+    private func matchSignature(_ bytes: UnsafeBufferPointer<UInt8>, _ position: inout Int) -> Bool {
+        func take(_ code: UInt8) -> Bool {
+            guard position < bytes.count, bytes[position] == code else { return false }
+            position += 1
+            return true
+        }
+        func take(_ text: String) -> Bool {
+            for code in text.utf8 where !take(code) { return false }
+            return true
+        }
+        switch self {
+        case .array(let elementType, _): return take(UInt8(ascii: "a")) && take(elementType)
+        case .dictionary(let keyType, let valueType, _):
+            return take(UInt8(ascii: "a")) && take(UInt8(ascii: "{")) && take(keyType) && take(valueType) && take(UInt8(ascii: "}"))
+        case .structure(let fields):
+            guard take(UInt8(ascii: "(")) else { return false }
+            for field in fields where !field.matchSignature(bytes, &position) { return false }
+            return take(UInt8(ascii: ")"))
+        default: return take(leafTypeCode!)
         }
     }
 }

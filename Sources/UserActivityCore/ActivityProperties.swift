@@ -154,7 +154,7 @@ public struct ActivityPatch: Sendable {
                 throw .invalidArgument("the key '\(key)' appears twice in the properties argument; give each key once")
             }
             seen.append(field)
-            guard value.signature == field.typeSignature else {
+            guard value.hasSignature(field.typeSignature) else {
                 throw .invalidArgument("'\(key)' must have type '\(field.typeSignature)' but has '\(value.signature)'")
             }
             switch field {
@@ -180,7 +180,7 @@ public struct ActivityPatch: Sendable {
         guard field.isWritable else {
             throw UserActivityError(.propertyReadOnly, "the property \(propertyName) is read-only")
         }
-        guard value.signature == field.typeSignature else {
+        guard value.hasSignature(field.typeSignature) else {
             throw .invalidArgument("\(propertyName) must have type '\(field.typeSignature)' but the value has '\(value.signature)'")
         }
         var patch = ActivityPatch()
@@ -331,25 +331,46 @@ public struct ActivityPatch: Sendable {
 /// breaking) made this a tenth of CreateActivity's cost.
 public enum URLSyntax {
     public static func isValid(_ text: String, webOnly: Bool) -> Bool {
-        let utf8 = text.utf8
-        guard let colon = utf8.firstIndex(of: UInt8(ascii: ":")) else { return false }
-        let schemeBytes = utf8[..<colon]
-        guard let first = schemeBytes.first, isASCIILetter(first),
-              schemeBytes.allSatisfy({ isASCIILetter($0) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2B || $0 == 0x2D || $0 == 0x2E })
+        let checked: Bool? = text.utf8.withContiguousStorageIfAvailable { isValid(bytes: $0, text: text, webOnly: webOnly) }
+        return checked ?? isValid(bytes: Array(text.utf8), text: text, webOnly: webOnly)
+    }
+
+    private static func isValid(bytes: some RandomAccessCollection<UInt8>, text: String, webOnly: Bool) -> Bool {
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")) else { return false }
+        let scheme = bytes[..<colon]
+        guard let first = scheme.first, isASCIILetter(first),
+              scheme.allSatisfy({ isASCIILetter($0) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2B || $0 == 0x2D || $0 == 0x2E })
         else { return false }
-        // Control characters, DEL and any Unicode white space.
-        if text.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F || ($0.value >= 0x80 && $0.properties.isWhitespace) }) {
+        // Control characters, DEL and any Unicode white space (scalars only when there is non-ASCII text).
+        var isASCII = true
+        for byte in bytes {
+            if byte <= 0x20 || byte == 0x7F { return false }
+            if byte >= 0x80 { isASCII = false }
+        }
+        if !isASCII, text.unicodeScalars.contains(where: { $0.value >= 0x80 && $0.properties.isWhitespace }) {
             return false
         }
-        let rest = utf8[utf8.index(after: colon)...]
+        let rest = bytes[bytes.index(after: colon)...]
         guard webOnly else { return !rest.isEmpty }
-        let scheme = String(decoding: schemeBytes, as: UTF8.self).lowercased()
-        guard scheme == "http" || scheme == "https" else { return false }
+        guard equalsIgnoringASCIICase(scheme, "http") || equalsIgnoringASCIICase(scheme, "https") else { return false }
         guard rest.starts(with: [0x2F, 0x2F]) else { return false }
         let authority = rest.dropFirst(2).prefix { $0 != 0x2F && $0 != 0x3F && $0 != 0x23 }  // up to / ? #
-        let hostAndPort = authority.split(separator: 0x40, omittingEmptySubsequences: false).last ?? authority[...]  // after the last @
-        let host = hostAndPort.split(separator: 0x3A, omittingEmptySubsequences: false).first ?? hostAndPort  // before :
-        return !host.isEmpty
+        // The host: after the last @, before the first : that follows.
+        let hostStart = authority.lastIndex(of: 0x40).map { authority.index(after: $0) } ?? authority.startIndex
+        let hostAndPort = authority[hostStart...]
+        let hostEnd = hostAndPort.firstIndex(of: 0x3A) ?? hostAndPort.endIndex
+        return hostStart != hostEnd
+    }
+
+    private static func equalsIgnoringASCIICase(_ bytes: some Collection<UInt8>, _ lowercase: StaticString) -> Bool {
+        guard bytes.count == lowercase.utf8CodeUnitCount else { return false }
+        var index = 0
+        for byte in bytes {
+            let folded = byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte
+            if folded != lowercase.utf8Start[index] { return false }
+            index += 1
+        }
+        return true
     }
 
     private static func isASCIILetter(_ byte: UInt8) -> Bool {

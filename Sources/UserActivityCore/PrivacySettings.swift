@@ -59,7 +59,7 @@ public struct PrivacySettings: Sendable, Equatable {
         guard let signature = Self.signature(of: property) else {
             throw UserActivityError(.unknownProperty, "no property '\(property.prefix(200))' on org.example.UserActivity")
         }
-        guard value.signature == signature else {
+        guard value.hasSignature(signature) else {
             throw .invalidArgument("\(property) must have type '\(signature)' but the value has '\(value.signature)'")
         }
         switch property {

@@ -3,21 +3,27 @@ import TypedValues
 
 /// Parses an options `a{sv}`: each known key with its one type; anything else is `InvalidArgument`.
 struct OptionsReader {
-    private var values: [String: TypedValue] = [:]
+    /// A handful of options: a list searched in order costs less than hashing.
+    private var values: [(key: String, value: TypedValue)] = []
 
-    init(_ entries: [(String, TypedValue)], method: String, known: [String: String]) throws(UserActivityError) {
+    init(_ entries: [(String, TypedValue)], method: String, known: KeyValuePairs<String, String>) throws(UserActivityError) {
+        values.reserveCapacity(entries.count)
         for (key, value) in entries {
-            guard let type = known[key] else {
-                throw .invalidArgument("unknown option '\(key.prefix(200))' for \(method); known options: \(known.keys.sorted().joined(separator: ", "))")
+            guard let type = known.first(where: { $0.key == key })?.value else {
+                throw .invalidArgument("unknown option '\(key.prefix(200))' for \(method); known options: \(known.map(\.key).sorted().joined(separator: ", "))")
             }
-            guard value.signature == type else {
+            guard value.hasSignature(type) else {
                 throw .invalidArgument("option '\(key)' of \(method) must have type '\(type)' but has '\(value.signature)'")
             }
-            values[key] = value
+            if let index = values.firstIndex(where: { $0.key == key }) {
+                values[index].value = value
+            } else {
+                values.append((key, value))
+            }
         }
     }
 
-    subscript(_ key: String) -> TypedValue? { values[key] }
+    subscript(_ key: String) -> TypedValue? { values.first { $0.key == key }?.value }
 }
 
 /// `Search` options: `limit` (u), `app-id` (s), `activity-types` (as).

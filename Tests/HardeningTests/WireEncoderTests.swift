@@ -60,6 +60,32 @@ struct WireEncoderTests {
         #expect(encoded == 600)
     }
 
+    @Test("Signatures checked and measured without building them agree with the built ones, for random values")
+    func signatureWithoutStrings() {
+        var mismatches = 0
+        let lists = Self.randomArgumentLists(seed: 515)
+        for (i, arguments) in lists.enumerated() {
+            for value in arguments {
+                let signature = value.signature
+                #expect(value.signatureLength == signature.utf8.count, "\(signature)")
+                #expect(value.hasSignature(signature), "\(signature)")
+                // Another value's signature matches only when it is the same text.
+                let other = lists[(i + 1) % lists.count][0].signature
+                #expect(value.hasSignature(other) == (other == signature), "\(signature) vs \(other)")
+                // A prefix, an extension and a one-byte change never match.
+                #expect(!value.hasSignature(String(signature.dropLast())))
+                #expect(!value.hasSignature(signature + "y"))
+                if signature.count > 1 { mismatches += 1 }
+                for (index, code) in signature.utf8.enumerated() where code == UInt8(ascii: "s") || code == UInt8(ascii: "u") {
+                    var changed = Array(signature.utf8)
+                    changed[index] = code == UInt8(ascii: "s") ? UInt8(ascii: "u") : UInt8(ascii: "s")
+                    #expect(!value.hasSignature(String(decoding: changed, as: UTF8.self)), "\(signature)")
+                }
+            }
+        }
+        #expect(mismatches > 100, "the random values should include containers")
+    }
+
     @Test("Replies carry the reply serial and the caller as destination; one basic value stays on the iterator path")
     func replies() throws {
         let header = WireHeader(type: .methodReturn, expectsReply: false, replySerial: 77, destination: ":1.9")
