@@ -560,17 +560,16 @@ public final class ActivityStore: Sendable {
         return try connection.withLock { db throws(StoreError) in
             let words = Array(try db.ftsTokenizer().tokens(query, forQuery: true).prefix(Self.maximumQueryWords))
             guard !words.isEmpty else { return [] }
-            // One read transaction for the index check and every load (see readTransaction).
-            return try db.readTransaction { () throws(StoreError) in
-                let candidates = try db.withSearchIndex { index in
-                    index.candidates(words: words, appID: appID, activityTypes: activityTypes, now: now, limit: candidateLimit)
-                }
-                let ranked = candidates.map { candidate in
-                    (rowID: Int64(candidate.rowID),
-                     score: Ranking.relevance(candidate.hits, candidate.document)
-                        * (1 + Ranking.recency(lastUsed: candidate.document.lastUsed, now: now)))
-                }
-                let best = ranked.sorted { $0.score != $1.score ? $0.score > $1.score : $0.rowID > $1.rowID }.prefix(limit)
+            let candidates = try db.withSearchIndex { index in
+                index.candidates(words: words, appID: appID, activityTypes: activityTypes, now: now, limit: candidateLimit)
+            }
+            let ranked = candidates.map { candidate in
+                (rowID: Int64(candidate.rowID),
+                 score: Ranking.relevance(candidate.hits, candidate.document)
+                    * (1 + Ranking.recency(lastUsed: candidate.document.lastUsed, now: now)))
+            }
+            let best = ranked.sorted { $0.score != $1.score ? $0.score > $1.score : $0.rowID > $1.rowID }.prefix(limit)
+            func load() throws(StoreError) -> [SearchHit] {
                 var hits: [SearchHit] = []
                 hits.reserveCapacity(best.count)
                 for candidate in best {
@@ -580,8 +579,15 @@ public final class ActivityStore: Sendable {
                 }
                 return hits
             }
+            // Many loads share one read transaction (see readTransaction); a
+            // few cost less alone than BEGIN and COMMIT do. A row another
+            // process deleted since the index check is left out either way.
+            return best.count > Self.loadsWithoutTransaction ? try db.readTransaction(load) : try load()
         }
     }
+
+    /// Up to this many result rows are read without an explicit transaction.
+    static let loadsWithoutTransaction = 2
 
     // MARK: - Suggestions
 

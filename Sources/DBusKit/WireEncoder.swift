@@ -39,9 +39,12 @@ struct WireEncoder: ~Copyable {
         try body(UnsafeRawBufferPointer(start: start, count: count))
     }
 
+    @inline(__always)
     private mutating func reserve(_ extra: Int) {
-        let needed = count + extra
-        guard needed > capacity else { return }
+        if count + extra > capacity { grow(toHold: count + extra) }
+    }
+
+    private mutating func grow(toHold needed: Int) {
         var grown = capacity * 2
         while grown < needed { grown *= 2 }
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: grown, alignment: 8)
@@ -54,6 +57,7 @@ struct WireEncoder: ~Copyable {
     /// Zero bytes up to the next multiple of `alignment` (1, 2, 4 or 8;
     /// offsets count from the start of the buffer, which starts 8-aligned in
     /// the message).
+    @inline(__always)
     mutating func pad(to alignment: Int) {
         let remainder = count & (alignment - 1)
         guard remainder != 0 else { return }
@@ -63,12 +67,14 @@ struct WireEncoder: ~Copyable {
         count += padding
     }
 
+    @inline(__always)
     mutating func appendByte(_ value: UInt8) {
         reserve(1)
         start.storeBytes(of: value, toByteOffset: count, as: UInt8.self)
         count += 1
     }
 
+    @inline(__always)
     mutating func append<T: FixedWidthInteger>(_ value: T) {
         pad(to: MemoryLayout<T>.size)
         reserve(MemoryLayout<T>.size)

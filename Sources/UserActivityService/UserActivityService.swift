@@ -420,7 +420,13 @@ public final class UserActivityService {
 
     func allProperties(of activity: LiveActivity) -> TypedValue {
         let isCurrent = registry.currentID == activity.id
-        return .stringVariantDictionary(ActivityField.allCases.map { ($0.propertyName, activity.value(of: $0, isCurrent: isCurrent)) })
+        // Straight into the entries: no intermediate array of pairs.
+        var entries: [TypedValue.DictionaryEntry] = []
+        entries.reserveCapacity(ActivityField.allCases.count)
+        for field in ActivityField.allCases {
+            entries.append(.init(key: .string(field.propertyName), value: .variant(activity.value(of: field, isCurrent: isCurrent))))
+        }
+        return .dictionary(keyType: "s", valueType: "v", entries)
     }
 
     func propertiesChanged(_ path: String, _ interface: String, _ changed: [(String, TypedValue)]) {

@@ -82,6 +82,12 @@ extension ComparisonReport {
                                + "   results \(query.oursResults) / \(query.zeitgeistResults)"
                                + (query.zeitgeistMatches.map { " of \($0)" } ?? ""))
                 }
+                if let first = size.queries.first {
+                    out.append("    " + pad("  \(first.kind), p50 by slot", 30)
+                               + pad(us(first.oursAfterZeitgeistP50Us) + " / " + us(first.oursAfterOursP50Us), 22, right: true)
+                               + pad(us(first.zeitgeistAfterOursP50Us) + " / " + us(first.zeitgeistAfterZeitgeistP50Us), 22, right: true)
+                               + "   right after the other side's round / after its own")
+                }
                 out.append("    " + pad("RSS", 30) + pad(kib(size.oursRssKib), 22, right: true)
                            + pad(kib(size.zeitgeistDaemonRssKib) + " + " + kib(size.zeitgeistFtsRssKib), 22, right: true))
                 out.append("    " + pad("on disk", 30) + pad(mib(size.oursDiskBytes), 22, right: true)

@@ -81,6 +81,14 @@ struct QueryFigures: Codable {
     var zeitgeistMatches: Int?
     /// ours p50 / Zeitgeist p50.
     var p50Ratio: Double
+    /// p50 of the samples taken right after the other side's round (its
+    /// queries evicted this side's data from the CPU caches) and right after
+    /// this side's own previous round: rounds alternate which side goes
+    /// first, so each side has half of each.
+    var oursAfterZeitgeistP50Us: Double
+    var oursAfterOursP50Us: Double
+    var zeitgeistAfterOursP50Us: Double
+    var zeitgeistAfterZeitgeistP50Us: Double
 }
 
 struct StoreSizeFigures: Codable {
@@ -265,6 +273,11 @@ final class ZeitgeistBench {
         ], destination: Zeitgeist.engineName)
     }
 
+    /// 0 when there are no samples (a run of one round fills one slot only).
+    private static func p50Us(_ samples: [UInt64]) -> Double {
+        samples.isEmpty ? 0 : LatencySummary(nanoseconds: samples).p50Us
+    }
+
     private static func resultCount(_ reply: Message) throws -> (results: Int, matches: Int?) {
         let arguments = try reply.arguments()
         guard case .array(_, let elements)? = arguments.first else {
@@ -439,19 +452,22 @@ final class ZeitgeistBench {
         var oursPing: [UInt64] = [], theirPing: [UInt64] = []
         var oursTimes = Array(repeating: [UInt64](), count: queries.count)
         var theirTimes = Array(repeating: [UInt64](), count: queries.count)
+        // Indexed by whether the side ran second in its round, i.e. right after the other side.
+        var oursBySlot = Array(repeating: [[UInt64](), [UInt64]()], count: queries.count)
+        var theirBySlot = Array(repeating: [[UInt64](), [UInt64]()], count: queries.count)
         var oursCounts = Array(repeating: 0, count: queries.count)
         var theirCounts = Array(repeating: 0, count: queries.count)
         var theirMatches = [Int?](repeating: nil, count: queries.count)
         let warmup = max(3, searchSamples / 10)
         for round in 0..<(warmup + searchSamples) {
             let record = round >= warmup
-            for side in (round % 2 == 0 ? [0, 1] : [1, 0]) {
+            for (slot, side) in zip(0..., round % 2 == 0 ? [0, 1] : [1, 0]) {
                 if side == 0 {
                     let ping = try session.timedCall(try session.message(Service.managerPath, "org.freedesktop.DBus.Peer", "Ping")).nanoseconds
                     if record { oursPing.append(ping) }
                     for (index, message) in try oursMessages().enumerated() {
                         let (ns, reply) = try session.timedCall(message)
-                        if record { oursTimes[index].append(ns) }
+                        if record { oursTimes[index].append(ns); oursBySlot[index][slot].append(ns) }
                         if round == 0 { oursCounts[index] = try Self.resultCount(reply).results }
                     }
                 } else {
@@ -460,7 +476,7 @@ final class ZeitgeistBench {
                     if record { theirPing.append(ping) }
                     for (index, message) in try theirMessages().enumerated() {
                         let (ns, reply) = try session.timedCall(message)
-                        if record { theirTimes[index].append(ns) }
+                        if record { theirTimes[index].append(ns); theirBySlot[index][slot].append(ns) }
                         if round == 0 { (theirCounts[index], theirMatches[index]) = try Self.resultCount(reply) }
                     }
                 }
@@ -473,7 +489,11 @@ final class ZeitgeistBench {
             figures.append(QueryFigures(kind: query.kind, oursQuery: query.ours, zeitgeistQuery: query.zeitgeist,
                                         limit: query.limit, ours: ours, zeitgeist: theirs,
                                         oursResults: oursCounts[index], zeitgeistResults: theirCounts[index],
-                                        zeitgeistMatches: theirMatches[index], p50Ratio: ours.p50Us / theirs.p50Us))
+                                        zeitgeistMatches: theirMatches[index], p50Ratio: ours.p50Us / theirs.p50Us,
+                                        oursAfterZeitgeistP50Us: Self.p50Us(oursBySlot[index][1]),
+                                        oursAfterOursP50Us: Self.p50Us(oursBySlot[index][0]),
+                                        zeitgeistAfterOursP50Us: Self.p50Us(theirBySlot[index][1]),
+                                        zeitgeistAfterZeitgeistP50Us: Self.p50Us(theirBySlot[index][0])))
         }
         return (LatencySummary(nanoseconds: oursPing), LatencySummary(nanoseconds: theirPing), figures)
     }
