@@ -560,29 +560,40 @@ public final class ActivityStore: Sendable {
         return try connection.withLock { db throws(StoreError) in
             let words = Array(try db.ftsTokenizer().tokens(query, forQuery: true).prefix(Self.maximumQueryWords))
             guard !words.isEmpty else { return [] }
-            let candidates = try db.withSearchIndex { index in
-                index.candidates(words: words, appID: appID, activityTypes: activityTypes, now: now, limit: candidateLimit)
-            }
-            let ranked = candidates.map { candidate in
-                (rowID: Int64(candidate.rowID),
-                 score: Ranking.relevance(candidate.hits, candidate.document)
-                    * (1 + Ranking.recency(lastUsed: candidate.document.lastUsed, now: now)))
-            }
-            let best = ranked.sorted { $0.score != $1.score ? $0.score > $1.score : $0.rowID > $1.rowID }.prefix(limit)
-            func load() throws(StoreError) -> [SearchHit] {
-                var hits: [SearchHit] = []
-                hits.reserveCapacity(best.count)
-                for candidate in best {
-                    if let activity = try Self.loadSummary(db, rowID: candidate.rowID) {
-                        hits.append(SearchHit(activity: activity, score: candidate.score))
-                    }
+            func best(_ index: inout SearchIndex) -> [(rowID: Int64, score: Double)] {
+                let candidates = index.candidates(words: words, appID: appID, activityTypes: activityTypes, now: now,
+                                                  limit: candidateLimit)
+                let ranked = candidates.map { candidate in
+                    (rowID: Int64(candidate.rowID),
+                     score: Ranking.relevance(candidate.hits, candidate.document)
+                        * (1 + Ranking.recency(lastUsed: candidate.document.lastUsed, now: now)))
                 }
-                return hits
+                return Array(ranked.sorted { $0.score != $1.score ? $0.score > $1.score : $0.rowID > $1.rowID }.prefix(limit))
             }
-            // Many loads share one read transaction (see readTransaction); a
-            // few cost less alone than BEGIN and COMMIT do. A row another
-            // process deleted since the index check is left out either way.
-            return best.count > Self.loadsWithoutTransaction ? try db.readTransaction(load) : try load()
+            func load(_ best: [(rowID: Int64, score: Double)]) throws(StoreError) -> [SearchHit] {
+                func loadEach() throws(StoreError) -> [SearchHit] {
+                    var hits: [SearchHit] = []
+                    hits.reserveCapacity(best.count)
+                    for candidate in best {
+                        if let activity = try Self.loadSummary(db, rowID: candidate.rowID) {
+                            hits.append(SearchHit(activity: activity, score: candidate.score))
+                        }
+                    }
+                    return hits
+                }
+                // Many loads share one read transaction (see readTransaction); a
+                // few cost less alone than BEGIN and COMMIT do. A row another
+                // process deleted since the index check is left out either way.
+                return best.count > Self.loadsWithoutTransaction ? try db.readTransaction(loadEach) : try loadEach()
+            }
+            // The index as it stands, confirmed by the file's data version once
+            // the loads have read the database (see withSearchIndexIfUnchanged).
+            // Without a load there is no read to confirm it by: ask as below.
+            if let unconfirmed = db.withSearchIndexIfUnchanged(best), !unconfirmed.isEmpty {
+                let hits = try load(unconfirmed)
+                if db.fileUnchangedSinceIndexMatched { return hits }
+            }
+            return try load(try db.withSearchIndex(best))
         }
     }
 
@@ -783,6 +794,11 @@ public final class ActivityStore: Sendable {
     /// Lowers the rowid ceiling (see `nextRowID`) so that tests reach it.
     func lowerRowIDCeiling(to ceiling: Int64) {
         connection.withLock { $0.rowIDCeiling = ceiling }
+    }
+
+    /// How many times a search asked SQLite for `PRAGMA data_version`.
+    var dataVersionQueries: Int {
+        connection.withLock { $0.dataVersionQueries }
     }
 
     /// Lowers the search index's merge threshold so that tests merge often.

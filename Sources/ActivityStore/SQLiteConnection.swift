@@ -39,6 +39,11 @@ final class SQLiteConnection {
     /// `PRAGMA data_version` when the index was built: it changes when
     /// another connection commits, which the index has not seen.
     var searchIndexDataVersion: Int64 = 0
+    /// `SQLITE_FCNTL_DATA_VERSION` when the index was last known to match
+    /// the file (see ``withSearchIndexIfUnchanged(_:)``); nil: ask the database.
+    var searchIndexFileVersion: UInt32?
+    /// How many times ``withSearchIndex(_:)`` asked for `PRAGMA data_version` (tests read it).
+    var dataVersionQueries = 0
     /// The open transaction's changes to the index, applied after COMMIT.
     var pendingIndexChanges: [SearchIndex.Change] = []
     /// Rowids stay at or below this so that the search index can hold

@@ -744,6 +744,8 @@ extension SQLiteConnection {
     /// from this class copied it, a retain and release of each of its arrays.
     func withSearchIndex<T>(_ body: (inout SearchIndex) -> T) throws(StoreError) -> T {
         let version = try dataVersion()
+        // Read right after the statement above, so it describes the same snapshot.
+        let fileVersion = fileDataVersion()
         if searchIndex == nil || searchIndexDataVersion != version {
             searchIndex = nil
             let tokenizer = try ftsTokenizer()
@@ -762,14 +764,53 @@ extension SQLiteConnection {
             index.isBuilding = false
             searchIndexDataVersion = version
             searchIndex = index
+            // Another connection that committed between the two reads left the
+            // index ahead of `version`: vouch for no file version then.
+            searchIndexFileVersion = fileDataVersion() == fileVersion ? fileVersion : nil
+        } else {
+            searchIndexFileVersion = fileVersion
         }
         return body(&searchIndex!)
+    }
+
+    /// Runs `body` with the index without asking the database first, when
+    /// nothing this connection has read or written since the index last
+    /// matched the file changed it; nil otherwise. Whoever uses the answer
+    /// must read from the database afterwards and then confirm with
+    /// ``fileUnchangedSinceIndexMatched``: another connection may have
+    /// committed since this connection's last read.
+    ///
+    /// Why: the `PRAGMA data_version` of ``withSearchIndex(_:)`` is a
+    /// statement with a read transaction of its own (a WAL read lock taken and
+    /// dropped), about a tenth of a rare query's time in the daemon; a query
+    /// that loads its results takes that read transaction anyway.
+    func withSearchIndexIfUnchanged<T>(_ body: (inout SearchIndex) -> T) -> T? {
+        guard searchIndex != nil, fileUnchangedSinceIndexMatched else { return nil }
+        return body(&searchIndex!)
+    }
+
+    /// The file's data version is the one the index was last known to match.
+    /// SQLite brings it up to date when a read transaction starts and counts
+    /// this connection's own commits too, so after a read it tells whether
+    /// anything at all changed since.
+    var fileUnchangedSinceIndexMatched: Bool {
+        guard let known = searchIndexFileVersion else { return false }
+        return fileDataVersion() == known
     }
 
     /// A statement, not `SQLITE_FCNTL_DATA_VERSION`: that one is only
     /// brought up to date when a read transaction starts.
     private func dataVersion() throws(StoreError) -> Int64 {
-        try withStatement("PRAGMA data_version") { statement throws(StoreError) in try statement.step() ? statement.int64(0) : 0 }
+        dataVersionQueries += 1
+        return try withStatement("PRAGMA data_version") { statement throws(StoreError) in try statement.step() ? statement.int64(0) : 0 }
+    }
+
+    /// `SQLITE_FCNTL_DATA_VERSION` of the main database: it changes with every
+    /// commit, this connection's or another's, as of this connection's latest
+    /// read transaction; nil when the VFS does not report it.
+    private func fileDataVersion() -> UInt32? {
+        var version: UInt32 = 0
+        return sqlite3_file_control(handle, "main", SQLITE_FCNTL_DATA_VERSION, &version) == SQLITE_OK ? version : nil
     }
 
     /// Called after COMMIT; a rolled-back transaction's changes are dropped instead.

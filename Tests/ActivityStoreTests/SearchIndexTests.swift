@@ -166,6 +166,50 @@ import Testing
             .map(\.activity.title) == ["second garden"])
     }
 
+    @Test func searchesConfirmTheIndexByTheRowsTheyLoad() throws {
+        let directory = try TemporaryDirectory()
+        let store = try ActivityStore(directory: directory.path, hourOfDay: ActivityStore.utcHour)
+        func search(_ query: String) throws -> [String] {
+            try store.search(query: query, limit: 0, appID: nil, activityTypes: [], now: baseTime + 10).map(\.activity.title)
+        }
+        try store.save(record(id: "1", title: "quiet garden"), at: baseTime)
+        #expect(try search("garden") == ["quiet garden"])
+        let asked = store.dataVersionQueries
+        #expect(try search("garden") == ["quiet garden"])
+        #expect(try search("quiet garden") == ["quiet garden"])
+        #expect(store.dataVersionQueries == asked)
+        // Its own commit changes the file's version: the next search asks once.
+        try store.save(record(id: "2", title: "second garden"), at: baseTime + 1)
+        #expect(try Set(search("garden")) == ["quiet garden", "second garden"])
+        #expect(store.dataVersionQueries == asked + 1)
+        #expect(try search("garden").count == 2)
+        #expect(store.dataVersionQueries == asked + 1)
+        // Nothing loaded, nothing read: an empty answer is confirmed by asking.
+        #expect(try search("orchard").isEmpty)
+        #expect(store.dataVersionQueries == asked + 2)
+    }
+
+    @Test func anotherConnectionsWritesAreSeenWhenTheOldAnswerStillLoads() throws {
+        let directory = try TemporaryDirectory()
+        let first = try ActivityStore(directory: directory.path, hourOfDay: ActivityStore.utcHour)
+        func search(_ query: String) throws -> Set<String> {
+            Set(try first.search(query: query, limit: 0, appID: nil, activityTypes: [], now: baseTime + 10).map(\.activity.title))
+        }
+        try first.save(record(id: "1", title: "shared garden"), at: baseTime)
+        try first.save(record(id: "2", title: "shared lawn"), at: baseTime)
+        #expect(try search("garden") == ["shared garden"])
+        #expect(try search("garden") == ["shared garden"]) // answered without asking
+        let second = try ActivityStore(directory: directory.path, hourOfDay: ActivityStore.utcHour)
+        // An insert: the old index's one hit still loads, but it is not the whole answer.
+        try second.save(record(id: "3", title: "second garden"), at: baseTime + 1)
+        #expect(try search("garden") == ["shared garden", "second garden"])
+        #expect(try search("garden") == ["shared garden", "second garden"])
+        // An update in place: the old index's hit loads, but no longer matches.
+        try second.save(record(id: "2", title: "shared meadow"), at: baseTime + 2, countsAsUse: false)
+        #expect(try search("lawn").isEmpty)
+        #expect(try search("meadow") == ["shared meadow"])
+    }
+
     @Test func rowidsAreRenumberedBeforeTheyOutgrowTheIndex() throws {
         let store = try ActivityStore.inMemory()
         store.lowerRowIDCeiling(to: 10)
