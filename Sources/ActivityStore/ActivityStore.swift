@@ -588,10 +588,15 @@ public final class ActivityStore: Sendable {
             }
             // The index as it stands, confirmed by the file's data version once
             // the loads have read the database (see withSearchIndexIfUnchanged).
-            // Without a load there is no read to confirm it by: ask as below.
-            if let unconfirmed = db.withSearchIndexIfUnchanged(best), !unconfirmed.isEmpty {
-                let hits = try load(unconfirmed)
-                if db.fileUnchangedSinceIndexMatched { return hits }
+            // Without a load there is no read to confirm it by: ask, and keep
+            // the empty answer when the index already matched the file.
+            if let unconfirmed = db.withSearchIndexIfUnchanged(best) {
+                if !unconfirmed.isEmpty {
+                    let hits = try load(unconfirmed)
+                    if db.fileUnchangedSinceIndexMatched { return hits }
+                } else if try db.refreshSearchIndex() {
+                    return []
+                }
             }
             return try load(try db.withSearchIndex(best))
         }

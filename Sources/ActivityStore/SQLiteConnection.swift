@@ -42,7 +42,7 @@ final class SQLiteConnection {
     /// `SQLITE_FCNTL_DATA_VERSION` when the index was last known to match
     /// the file (see ``withSearchIndexIfUnchanged(_:)``); nil: ask the database.
     var searchIndexFileVersion: UInt32?
-    /// How many times ``withSearchIndex(_:)`` asked for `PRAGMA data_version` (tests read it).
+    /// How many times ``refreshSearchIndex()`` asked for `PRAGMA data_version` (tests read it).
     var dataVersionQueries = 0
     /// The open transaction's changes to the index, applied after COMMIT.
     var pendingIndexChanges: [SearchIndex.Change] = []

@@ -743,34 +743,43 @@ extension SQLiteConnection {
     /// `body` gets the index in place (`inout`): passed by value, reading it
     /// from this class copied it, a retain and release of each of its arrays.
     func withSearchIndex<T>(_ body: (inout SearchIndex) -> T) throws(StoreError) -> T {
+        try refreshSearchIndex()
+        return body(&searchIndex!)
+    }
+
+    /// Asks the database whether another connection has written since the
+    /// index was built, and builds it again if so (or if there is none).
+    /// Returns true when the index in memory already matched the file.
+    @discardableResult
+    func refreshSearchIndex() throws(StoreError) -> Bool {
         let version = try dataVersion()
         // Read right after the statement above, so it describes the same snapshot.
         let fileVersion = fileDataVersion()
-        if searchIndex == nil || searchIndexDataVersion != version {
-            searchIndex = nil
-            let tokenizer = try ftsTokenizer()
-            var index = SearchIndex()
-            index.minimumMergeThreshold = searchIndexMinimumMerge
-            // Fewer, larger merges while everything is new.
-            index.mergeDivisor = 2
-            index.isBuilding = true
-            try withStatement("SELECT \(Self.indexedColumns) FROM entries WHERE eligible_search = 1 ORDER BY id") { statement throws(StoreError) in
-                while try statement.step() {
-                    if let entry = Self.indexedEntry(statement) { index.add(entry, tokenizer: tokenizer) }
-                }
-            }
-            index.merge()
-            index.mergeDivisor = 8
-            index.isBuilding = false
-            searchIndexDataVersion = version
-            searchIndex = index
-            // Another connection that committed between the two reads left the
-            // index ahead of `version`: vouch for no file version then.
-            searchIndexFileVersion = fileDataVersion() == fileVersion ? fileVersion : nil
-        } else {
+        if searchIndex != nil && searchIndexDataVersion == version {
             searchIndexFileVersion = fileVersion
+            return true
         }
-        return body(&searchIndex!)
+        searchIndex = nil
+        let tokenizer = try ftsTokenizer()
+        var index = SearchIndex()
+        index.minimumMergeThreshold = searchIndexMinimumMerge
+        // Fewer, larger merges while everything is new.
+        index.mergeDivisor = 2
+        index.isBuilding = true
+        try withStatement("SELECT \(Self.indexedColumns) FROM entries WHERE eligible_search = 1 ORDER BY id") { statement throws(StoreError) in
+            while try statement.step() {
+                if let entry = Self.indexedEntry(statement) { index.add(entry, tokenizer: tokenizer) }
+            }
+        }
+        index.merge()
+        index.mergeDivisor = 8
+        index.isBuilding = false
+        searchIndexDataVersion = version
+        searchIndex = index
+        // Another connection that committed between the two reads left the
+        // index ahead of `version`: vouch for no file version then.
+        searchIndexFileVersion = fileDataVersion() == fileVersion ? fileVersion : nil
+        return false
     }
 
     /// Runs `body` with the index without asking the database first, when

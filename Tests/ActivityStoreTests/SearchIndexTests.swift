@@ -208,6 +208,10 @@ import Testing
         try second.save(record(id: "2", title: "shared meadow"), at: baseTime + 2, countsAsUse: false)
         #expect(try search("lawn").isEmpty)
         #expect(try search("meadow") == ["shared meadow"])
+        #expect(try search("meadow") == ["shared meadow"]) // answered without asking
+        // A word the old index has never seen: its empty answer is not kept.
+        try second.save(record(id: "4", title: "fresh tulip"), at: baseTime + 3)
+        #expect(try search("tulip") == ["fresh tulip"])
     }
 
     @Test func rowidsAreRenumberedBeforeTheyOutgrowTheIndex() throws {
