@@ -23,6 +23,8 @@ public final class DBusMainLoopBridge: MainLoopIntegration {
     /// The timer for the connection's earliest reply deadline (armed from any thread).
     private var replyTimer: GLibSource?
     private let replyTimerLock = ThreadLock()
+    /// The pause of ``Connection/whenQuiet(_:)`` (loop's thread only).
+    private var quietTimer: GLibSource?
 
     private init(loop: MainLoop, connection: Connection) {
         self.loop = loop
@@ -104,6 +106,17 @@ public final class DBusMainLoopBridge: MainLoopIntegration {
         // The connection only asks again for an earlier deadline, and asks
         // anew after each one passes, so the timer this replaces can go.
         replyTimerLock.withLock { replyTimer = timer }
+    }
+
+    public func afterShortPause(_ fire: @escaping () -> Void) {
+        // A timeout, not an idle source: right after a reply nothing else is
+        // ready, so an idle source would run at once. The connection asks
+        // again only once the previous pause's work has run, so this replaces
+        // a spent (or no longer needed) timer.
+        quietTimer = loop.after(milliseconds: 1) { [weak self] in
+            self?.quietTimer = nil
+            fire()
+        }
     }
 
     // MARK: Dispatch

@@ -380,18 +380,22 @@ public final class UserActivityService {
         }
     }
 
-    /// Emits the signals for what changed (after the reply, so callers are not delayed by them).
+    /// Emits the signals for what changed. Called after the reply; the
+    /// signals are built and sent once the caller has had time to read it
+    /// (``Connection/whenQuiet(_:)``), from what the events saw now.
     func emit(_ events: [RegistryEvent]) {
         for event in events {
             switch event {
             case .added(let id):
                 guard let activity = registry.activity(id) else { continue }
-                signal(Interfaces.managerPath, "org.freedesktop.DBus.ObjectManager", "InterfacesAdded", [
+                // A copy of the activity as it is now: the signal's 21 properties are only put together later.
+                let isCurrent = registry.currentID == id
+                signal(Interfaces.managerPath, "org.freedesktop.DBus.ObjectManager", "InterfacesAdded") { [
                     .objectPath(Self.path(of: id)),
                     .dictionary(keyType: "s", valueType: "a{sv}", [
-                        .init(key: .string(Interfaces.activityName), value: allProperties(of: activity)),
+                        .init(key: .string(Interfaces.activityName), value: Self.allProperties(of: activity, isCurrent: isCurrent)),
                     ]),
-                ])
+                ] }
             case .removed(let id):
                 signal(Interfaces.managerPath, "org.freedesktop.DBus.ObjectManager", "InterfacesRemoved", [
                     .objectPath(Self.path(of: id)), .stringArray([Interfaces.activityName]),
@@ -419,7 +423,10 @@ public final class UserActivityService {
     var currentActivityPath: TypedValue { .objectPath(registry.currentID.map(Self.path(of:)) ?? "/") }
 
     func allProperties(of activity: LiveActivity) -> TypedValue {
-        let isCurrent = registry.currentID == activity.id
+        Self.allProperties(of: activity, isCurrent: registry.currentID == activity.id)
+    }
+
+    static func allProperties(of activity: LiveActivity, isCurrent: Bool) -> TypedValue {
         // Straight into the entries: no intermediate array of pairs.
         var entries: [TypedValue.DictionaryEntry] = []
         entries.reserveCapacity(ActivityField.allCases.count)
@@ -435,10 +442,18 @@ public final class UserActivityService {
     }
 
     private func signal(_ path: String, _ interface: String, _ member: String, _ values: [TypedValue]) {
-        do {
-            bus.send(try Message.signal(path: path, interface: interface, member: member, arguments: values))
-        } catch {
-            log.error("could not emit \(interface).\(member): \(error)")
+        signal(path, interface, member) { values }
+    }
+
+    /// `values` runs later, so it must capture what it needs, not read the registry.
+    private func signal(_ path: String, _ interface: String, _ member: String,
+                        _ values: @escaping () -> [TypedValue]) {
+        bus.whenQuiet { [unowned bus, log] in
+            do {
+                bus.send(try Message.signal(path: path, interface: interface, member: member, arguments: values()))
+            } catch {
+                log.error("could not emit \(interface).\(member): \(error)")
+            }
         }
     }
 

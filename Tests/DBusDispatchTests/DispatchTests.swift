@@ -25,6 +25,62 @@ private let errorPrefix = "org.example.UserActivity.Error."
         #expect(try client.property(managerPath, managerInterface, "Version") == .string("0.1.0"))
     }
 
+    /// Signals are built and sent after a short pause (`Connection.whenQuiet`);
+    /// calls sent right behind must still see them in order, with the
+    /// activity as it was when it was created.
+    @Test func signalsKeepTheirPlaceAmongRepliesToCallsSentRightBehind() throws {
+        let harness = try ServiceHarness()
+        let client = try harness.client()
+        try client.addMatch("type='signal',sender='org.example.UserActivity',interface='org.freedesktop.DBus.ObjectManager'")
+        var received: [String] = []
+        var addedTitle: TypedValue?
+        try client.addFilter { message in
+            switch message.kind {
+            case .signal where message.interface == "org.freedesktop.DBus.ObjectManager":
+                received.append(message.member ?? "")
+                if message.member == "InterfacesAdded", let arguments = try? message.arguments(),
+                   case .dictionary(_, _, let interfaces) = arguments[1],
+                   let properties = interfaces.first?.value.stringVariantEntries {
+                    addedTitle = properties.first { $0.0 == "Title" }?.1.unwrappedVariant
+                }
+            case .methodReturn: received.append("reply \(message.replySerial)")
+            case .error: received.append("error \(message.replySerial) \(message.errorName ?? "")")
+            default: return false
+            }
+            return true
+        }
+        func call(_ path: String, _ interface: String, _ member: String, _ arguments: [TypedValue] = []) throws -> Message {
+            let message = Message.methodCall(destination: "org.example.UserActivity", path: path, interface: interface, member: member)
+            try message.append(arguments)
+            client.send(message)
+            return message
+        }
+        // The first call waits for the caller's identity, which lets calls
+        // behind it go first; after it, calls are handled in order. Activity
+        // ids are serial numbers, so the next one is "2".
+        let first = try client.createActivity(editType, [claimEditor])
+        #expect(first == managerPath + "/activity/1")
+        _ = waitUntil(timeout: 5) {
+            client.readWriteDispatch(timeoutMilliseconds: 20)
+            return received == ["InterfacesAdded"]
+        }
+        received.removeAll()
+        let path = managerPath + "/activity/2"
+        let create = try call(managerPath, managerInterface, "CreateActivity",
+                              [.string(editType), .stringVariantDictionary([claimEditor, ("title", .string("Draft"))])])
+        let invalidate = try call(path, activityInterface, "Invalidate")
+        let objects = try call(managerPath, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
+        client.flush()
+        _ = waitUntil(timeout: 5) {
+            client.readWriteDispatch(timeoutMilliseconds: 20)
+            return received.count >= 5
+        }
+        #expect(received == ["reply \(create.serial)", "InterfacesAdded", "reply \(invalidate.serial)",
+                             "InterfacesRemoved", "reply \(objects.serial)"])
+        // The whole activity, though the Invalidate was already waiting when the signal was built.
+        #expect(addedTitle == .string("Draft"))
+    }
+
     @Test func everyUserInfoTypeRoundTripsOverTheBus() throws {
         let harness = try ServiceHarness()
         let client = try harness.client()
