@@ -441,7 +441,8 @@ public final class UserActivityService {
                [.string(interface), .stringVariantDictionary(changed), .stringArray([])])
     }
 
-    private func signal(_ path: String, _ interface: String, _ member: String, _ values: [TypedValue]) {
+    /// Sends a signal once the caller has had time to read its reply (``Connection/whenQuiet(_:)``).
+    func signal(_ path: String, _ interface: String, _ member: String, _ values: [TypedValue]) {
         signal(path, interface, member) { values }
     }
 

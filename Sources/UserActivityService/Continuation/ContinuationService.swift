@@ -208,13 +208,7 @@ final class ContinuationService {
         // continues would be a record of what they did (and a write per call).
         log.debug("activity continued", metadata: ["continuation": "\(continuation.summary)", "by": "\(app)"])
         if let originID = continuation.originID, registry.activity(originID) != nil {
-            do {
-                bus.send(try Message.signal(path: UserActivityService.path(of: originID),
-                                            interface: Interfaces.activityName, member: "Continued",
-                                            arguments: [.string(app)]))
-            } catch {
-                log.error("could not emit Continued: \(error)")
-            }
+            service.signal(UserActivityService.path(of: originID), Interfaces.activityName, "Continued", [.string(app)])
         }
     }
 
