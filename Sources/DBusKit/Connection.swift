@@ -144,7 +144,9 @@ public final class Connection: @unchecked Sendable {
     public func runQuietWork() {
         // What the work sends comes back here; work handed over meanwhile
         // waits for its turn in this same loop, after the work before it.
-        guard !isRunningQuietWork else { return }
+        // Only reads when there is nothing to run: client connections, which
+        // never hand work over, send from several threads.
+        guard !quietWork.isEmpty, !isRunningQuietWork else { return }
         isRunningQuietWork = true
         defer { isRunningQuietWork = false }
         while !quietWork.isEmpty { quietWork.removeFirst()() }
