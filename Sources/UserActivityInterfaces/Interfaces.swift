@@ -27,6 +27,8 @@ public enum Interfaces {
         Who is calling: the app is found from the caller's process (Flatpak, Snap, systemd app unit, an owned
         well-known name that is an installed app ID); an unconfined caller may name its app with app-id or
         RegisterApplication. A confined caller acts, reads and searches only for its own app.
+        Signals a call causes (InterfacesAdded, PropertiesChanged, Continued…) follow its reply within about
+        a millisecond, and always come before anything the service sends or answers after them.
         """,
         methods: [
             M(name: "CreateActivity", inputs: [typeArg, propertiesArg],
