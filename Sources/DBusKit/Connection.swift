@@ -21,6 +21,7 @@ public final class Connection: @unchecked Sendable {
     /// Work handed to ``whenQuiet(_:)`` that has not run yet, oldest first.
     private var quietWork: [() -> Void] = []
     private var isRunningQuietWork = false
+    var hasQuietWork: Bool { !quietWork.isEmpty }
     /// Arms the main loop's short pause for ``whenQuiet(_:)`` (set by `attach(to:)`).
     var armQuietTimer: ((_ fire: @escaping () -> Void) -> Void)?
 

@@ -160,7 +160,7 @@ extension Connection {
     /// message itself (`Peer.Ping`).
     public func dispatchPending() {
         dbus_connection_ref(pointer)
-        if dbus_connection_get_dispatch_status(pointer) == DBUS_DISPATCH_DATA_REMAINS { runQuietWork() }
+        if hasQuietWork && dbus_connection_get_dispatch_status(pointer) == DBUS_DISPATCH_DATA_REMAINS { runQuietWork() }
         while dbus_connection_dispatch(pointer) == DBUS_DISPATCH_DATA_REMAINS {}
         dbus_connection_unref(pointer)
     }
