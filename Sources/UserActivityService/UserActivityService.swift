@@ -34,7 +34,7 @@ public struct ServiceConfiguration: Sendable {
 /// method calls through the dispatch tables to handlers, which decode, call
 /// the core, reply, and turn the core's events into signals.
 public final class UserActivityService {
-    typealias Handler = (UserActivityService) -> (Invocation) -> Void
+    typealias Handler = (UserActivityService, Invocation) -> Void
 
     let bus: Connection
     let loop: MainLoop
@@ -92,12 +92,12 @@ public final class UserActivityService {
             }
         }
         var all = handlers
-        all["org.freedesktop.DBus.Introspectable"] = ["Introspect": { _ in { invocation in
+        all["org.freedesktop.DBus.Introspectable"] = ["Introspect": { _, invocation in
             var xml = StandardInterfacesXML.doctype + "<node>\n"
             for interface in interfaces { xml += interface.xml() }
             xml += StandardInterfacesXML.introspectable + StandardInterfacesXML.peer + "</node>\n"
             invocation.reply([.string(xml)])
-        } }]
+        }]
         extraObjects[path] = Self.dispatchTable(all) { interface, member in
             interfaces.first { $0.name == interface }?.method(member)?.inputSignature
                 ?? Self.standardSignatures[interface]?[member]
@@ -225,41 +225,41 @@ public final class UserActivityService {
     private func buildDispatchTables() {
         let managerHandlers: [String: [String: Handler]] = [
             Interfaces.managerName: [
-                "CreateActivity": { $0.createActivity },
-                "BecomeCurrent": { $0.createAndBecomeCurrent },
-                "Donate": { $0.donate },
-                "Search": { $0.search },
-                "GetSuggestions": { $0.getSuggestions },
-                "ContinueActivity": { $0.continuation.continueActivity },
-                "ContinueSavedActivity": { $0.continuation.continueSavedActivity },
-                "RegisterApplication": { $0.registerApplication },
-                "RegisterHandler": { $0.continuation.registerHandler },
-                "OpenContinuationStream": { $0.continuation.openContinuationStream },
-                "DeleteSavedActivities": { $0.deleteSavedActivities },
-                "DeleteAllSavedActivities": { $0.deleteAllSavedActivities },
-                "ForgetApplication": { $0.forgetApplication },
-                "ForgetRange": { $0.forgetRange },
-                "ForgetAll": { $0.forgetAll },
+                "CreateActivity": { $0.createActivity($1) },
+                "BecomeCurrent": { $0.createAndBecomeCurrent($1) },
+                "Donate": { $0.donate($1) },
+                "Search": { $0.search($1) },
+                "GetSuggestions": { $0.getSuggestions($1) },
+                "ContinueActivity": { $0.continuation.continueActivity($1) },
+                "ContinueSavedActivity": { $0.continuation.continueSavedActivity($1) },
+                "RegisterApplication": { $0.registerApplication($1) },
+                "RegisterHandler": { $0.continuation.registerHandler($1) },
+                "OpenContinuationStream": { $0.continuation.openContinuationStream($1) },
+                "DeleteSavedActivities": { $0.deleteSavedActivities($1) },
+                "DeleteAllSavedActivities": { $0.deleteAllSavedActivities($1) },
+                "ForgetApplication": { $0.forgetApplication($1) },
+                "ForgetRange": { $0.forgetRange($1) },
+                "ForgetAll": { $0.forgetAll($1) },
             ],
             "org.freedesktop.DBus.Properties": [
-                "Get": { $0.managerPropertyGet }, "GetAll": { $0.managerPropertyGetAll }, "Set": { $0.managerPropertySet },
+                "Get": { $0.managerPropertyGet($1) }, "GetAll": { $0.managerPropertyGetAll($1) }, "Set": { $0.managerPropertySet($1) },
             ],
-            "org.freedesktop.DBus.ObjectManager": ["GetManagedObjects": { $0.getManagedObjects }],
-            "org.freedesktop.DBus.Introspectable": ["Introspect": { $0.introspectManager }],
+            "org.freedesktop.DBus.ObjectManager": ["GetManagedObjects": { $0.getManagedObjects($1) }],
+            "org.freedesktop.DBus.Introspectable": ["Introspect": { $0.introspectManager($1) }],
         ]
         let activityHandlers: [String: [String: Handler]] = [
             Interfaces.activityName: [
-                "Update": { $0.update },
-                "AddUserInfoEntries": { $0.addUserInfoEntries },
-                "BecomeCurrent": { $0.becomeCurrent },
-                "ResignCurrent": { $0.resignCurrent },
-                "Invalidate": { $0.invalidate },
-                "Continue": { $0.continuation.continueLiveActivity },
+                "Update": { $0.update($1) },
+                "AddUserInfoEntries": { $0.addUserInfoEntries($1) },
+                "BecomeCurrent": { $0.becomeCurrent($1) },
+                "ResignCurrent": { $0.resignCurrent($1) },
+                "Invalidate": { $0.invalidate($1) },
+                "Continue": { $0.continuation.continueLiveActivity($1) },
             ],
             "org.freedesktop.DBus.Properties": [
-                "Get": { $0.activityPropertyGet }, "GetAll": { $0.activityPropertyGetAll }, "Set": { $0.activityPropertySet },
+                "Get": { $0.activityPropertyGet($1) }, "GetAll": { $0.activityPropertyGetAll($1) }, "Set": { $0.activityPropertySet($1) },
             ],
-            "org.freedesktop.DBus.Introspectable": ["Introspect": { $0.introspectActivity }],
+            "org.freedesktop.DBus.Introspectable": ["Introspect": { $0.introspectActivity($1) }],
         ]
         // Every documented method must have a handler: a gap is a programming error.
         for (interface, table) in [(Interfaces.manager, managerHandlers), (Interfaces.activity, activityHandlers)] {
@@ -342,7 +342,7 @@ public final class UserActivityService {
         }
         // No method takes a file descriptor, but a variant can carry one.
         if message.carriesFileDescriptors { TypedValue.closeFileDescriptors(in: arguments) }
-        route.handler(self)(Invocation(message: message, arguments: arguments, activityID: activityID, bus: bus))
+        route.handler(self, Invocation(message: message, arguments: arguments, activityID: activityID, bus: bus))
         return true
     }
 
@@ -355,13 +355,6 @@ public final class UserActivityService {
     func withCaller(_ invocation: Invocation, _ body: @escaping (inout ConnectionIdentity) throws -> Void) {
         callers.withIdentity(of: invocation.sender) { identity in
             do { try body(&identity) } catch { invocation.fail(error) }
-        }
-    }
-
-    func notBuilt(_ capability: String) -> (Invocation) -> Void {
-        { invocation in
-            invocation.fail(UserActivityError(.notImplemented,
-                "\(invocation.message.member ?? "this method") is part of the contract but \(capability) is not built yet in this version of useractivityd"))
         }
     }
 

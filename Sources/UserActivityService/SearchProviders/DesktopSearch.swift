@@ -15,20 +15,20 @@ extension UserActivityService {
         exportObject(path: DesktopSearchInterfaces.searchProviderPath,
                      interfaces: [DesktopSearchInterfaces.gnomeSearchProvider],
                      handlers: [DesktopSearchInterfaces.searchProviderName: [
-                         "GetInitialResultSet": { $0.searchProviderInitialResultSet },
-                         "GetSubsearchResultSet": { $0.searchProviderSubsearchResultSet },
-                         "GetResultMetas": { $0.searchProviderResultMetas },
-                         "ActivateResult": { $0.searchProviderActivateResult },
-                         "LaunchSearch": { $0.searchProviderLaunchSearch },
+                         "GetInitialResultSet": { $0.searchProviderInitialResultSet($1) },
+                         "GetSubsearchResultSet": { $0.searchProviderSubsearchResultSet($1) },
+                         "GetResultMetas": { $0.searchProviderResultMetas($1) },
+                         "ActivateResult": { $0.searchProviderActivateResult($1) },
+                         "LaunchSearch": { $0.searchProviderLaunchSearch($1) },
                      ]])
         exportObject(path: DesktopSearchInterfaces.krunnerPath,
                      interfaces: [DesktopSearchInterfaces.krunner],
                      handlers: [DesktopSearchInterfaces.krunnerName: [
-                         "Match": { $0.krunnerMatch },
-                         "Actions": { $0.krunnerActions },
-                         "Run": { $0.krunnerRun },
-                         "Config": { $0.krunnerConfig },
-                         "Teardown": { $0.krunnerTeardown },
+                         "Match": { $0.krunnerMatch($1) },
+                         "Actions": { $0.krunnerActions($1) },
+                         "Run": { $0.krunnerRun($1) },
+                         "Config": { $0.krunnerConfig($1) },
+                         "Teardown": { $0.krunnerTeardown($1) },
                      ]])
     }
 
