@@ -24,6 +24,8 @@ public final class Connection: @unchecked Sendable {
     var hasQuietWork: Bool { !quietWork.isEmpty }
     /// Arms the main loop's short pause for ``whenQuiet(_:)`` (set by `attach(to:)`).
     var armQuietTimer: ((_ fire: @escaping () -> Void) -> Void)?
+    /// Made once: a closure made per call would cost an allocation each time.
+    private lazy var runQuietWorkLater: () -> Void = { [weak self] in self?.runQuietWork() }
 
     private init(pointer: OpaquePointer) {
         self.pointer = pointer
@@ -138,7 +140,7 @@ public final class Connection: @unchecked Sendable {
     public func whenQuiet(_ work: @escaping () -> Void) {
         guard let armQuietTimer else { return work() }
         quietWork.append(work)
-        if quietWork.count == 1 { armQuietTimer { [weak self] in self?.runQuietWork() } }
+        if quietWork.count == 1 { armQuietTimer(runQuietWorkLater) }
     }
 
     /// Runs what ``whenQuiet(_:)`` holds now (it calls this itself when its pause ends).

@@ -23,8 +23,9 @@ public final class DBusMainLoopBridge: MainLoopIntegration {
     /// The timer for the connection's earliest reply deadline (armed from any thread).
     private var replyTimer: GLibSource?
     private let replyTimerLock = ThreadLock()
-    /// The pause of ``Connection/whenQuiet(_:)`` (loop's thread only).
-    private var quietTimer: GLibSource?
+    /// The pause of ``Connection/whenQuiet(_:)``, and what to call when it ends (loop's thread only).
+    private var quietTimer: ReadyTimer?
+    private var afterQuietPause: (() -> Void)?
 
     private init(loop: MainLoop, connection: Connection) {
         self.loop = loop
@@ -109,14 +110,20 @@ public final class DBusMainLoopBridge: MainLoopIntegration {
     }
 
     public func afterShortPause(_ fire: @escaping () -> Void) {
-        // A timeout, not an idle source: right after a reply nothing else is
-        // ready, so an idle source would run at once. The connection asks
-        // again only once the previous pause's work has run, so this replaces
-        // a spent (or no longer needed) timer.
-        quietTimer = loop.after(milliseconds: 1) { [weak self] in
-            self?.quietTimer = nil
-            fire()
+        // A timer, not an idle source: right after a reply nothing else is
+        // ready, so an idle source would run at once. One timer, armed anew
+        // each time: the connection asks again only once the previous
+        // pause's work has run, so this replaces a spent (or no longer
+        // needed) pause.
+        afterQuietPause = fire
+        if quietTimer == nil {
+            quietTimer = loop.readyTimer { [unowned self] in
+                let fire = afterQuietPause
+                afterQuietPause = nil
+                fire?()
+            }
         }
+        quietTimer!.arm(milliseconds: 1)
     }
 
     // MARK: Dispatch
