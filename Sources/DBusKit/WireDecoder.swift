@@ -18,9 +18,15 @@ struct WireDecoder {
 
     private let body: UnsafeRawBufferPointer
     /// The signature being walked: the caller's, or a variant's inside `body`.
-    private let signature: UnsafeRawBufferPointer
+    private var signature: UnsafeRawBufferPointer
     private var position = 0
     private var signatureIndex = 0
+    /// Where the elements of the arrays being read collect until each array
+    /// is complete and copied out at its exact size: D-Bus gives an array's
+    /// length in bytes, not elements, and growing each array as it is read
+    /// reallocated it several times.
+    private var pendingElements: [TypedValue] = []
+    private var pendingEntries: [TypedValue.DictionaryEntry] = []
 
     private init(body: UnsafeRawBufferPointer, signature: UnsafeRawBufferPointer) {
         self.body = body
@@ -40,15 +46,16 @@ struct WireDecoder {
             guard !signatureBytes.contains(UInt8(ascii: "h")) else { return nil }
             var decoder = WireDecoder(body: UnsafeRawBufferPointer(rebasing: bytes[bodyStart..<(bodyStart + bodyLength)]),
                                       signature: UnsafeRawBufferPointer(signatureBytes))
-            var values: [TypedValue] = []
+            decoder.pendingElements.reserveCapacity(16)
+            decoder.pendingEntries.reserveCapacity(16)
             do {
                 while decoder.signatureIndex < signatureBytes.count {
-                    values.append(try decoder.value())
+                    decoder.pendingElements.append(try decoder.value())
                 }
             } catch {
                 return nil
             }
-            return values
+            return decoder.pendingElements
         }
     }
 
@@ -133,22 +140,23 @@ struct WireDecoder {
         case UInt8(ascii: "o"): return .objectPath(try string())
         case UInt8(ascii: "g"): return .signature(String(decoding: try signatureValue(), as: UTF8.self))
         case UInt8(ascii: "v"):
+            // The content is read with the variant's own signature, then the walk goes on with ours.
             let inner = try signatureValue()
-            var nested = WireDecoder(body: body, signature: inner)
-            nested.position = position
-            let value = try nested.value()
-            guard nested.signatureIndex == inner.count else { throw Malformed() }
-            position = nested.position
+            let (outer, outerIndex) = (signature, signatureIndex)
+            (signature, signatureIndex) = (inner, 0)
+            let value = try value()
+            guard signatureIndex == inner.count else { throw Malformed() }
+            (signature, signatureIndex) = (outer, outerIndex)
             return .variant(value)
         case UInt8(ascii: "("):
             try align(8)
-            var fields: [TypedValue] = []
+            let start = pendingElements.count
             while signatureIndex < signature.count && signature[signatureIndex] != UInt8(ascii: ")") {
-                fields.append(try value())
+                pendingElements.append(try value())
             }
             guard signatureIndex < signature.count else { throw Malformed() }
             signatureIndex += 1
-            return .structure(fields)
+            return .structure(takePendingElements(from: start))
         case UInt8(ascii: "a"):
             return try array()
         default:
@@ -166,27 +174,57 @@ struct WireDecoder {
         let end = position + length
         guard end <= body.count else { throw Malformed() }
         if isDictionary {
-            var entries: [TypedValue.DictionaryEntry] = []
+            let start = pendingEntries.count
             while position < end {
                 try align(8)
                 signatureIndex = elementStart + 1
                 let key = try value()
                 let entryValue = try value()
-                entries.append(.init(key: key, value: entryValue))
+                pendingEntries.append(.init(key: key, value: entryValue))
             }
             guard position == end else { throw Malformed() }
+            let entries = pendingEntries.moveOut(from: start, leaving: Self.noEntry)
             signatureIndex = elementEnd
             let inner = signature[(elementStart + 1)..<(elementEnd - 1)]
             return .dictionary(keyType: String(decoding: inner.prefix(1), as: UTF8.self),
                                valueType: String(decoding: inner.dropFirst(), as: UTF8.self), entries)
         }
-        var elements: [TypedValue] = []
+        let start = pendingElements.count
         while position < end {
             signatureIndex = elementStart
-            elements.append(try value())
+            pendingElements.append(try value())
         }
         guard position == end else { throw Malformed() }
         signatureIndex = elementEnd
-        return .array(elementType: String(decoding: elementCodes, as: UTF8.self), elements)
+        return .array(elementType: String(decoding: elementCodes, as: UTF8.self), takePendingElements(from: start))
+    }
+
+    /// The elements collected since `start`, in an array of their own.
+    private mutating func takePendingElements(from start: Int) -> [TypedValue] {
+        pendingElements.moveOut(from: start, leaving: .byte(0))
+    }
+
+    private static let noEntry = TypedValue.DictionaryEntry(key: .byte(0), value: .byte(0))
+}
+
+extension Array {
+    /// Moves the elements from `start` on into an array of their own and
+    /// removes them here. Moved, not copied: a copy would retain every
+    /// string and container in them once more, and removing the originals
+    /// release them again. `filler`, a value that holds no reference, takes
+    /// their slots for the moment between.
+    mutating func moveOut(from start: Int, leaving filler: Element) -> [Element] {
+        let count = self.count - start
+        guard count > 0 else { return [] }
+        let moved = withUnsafeMutableBufferPointer { pending in
+            let source = pending.baseAddress! + start
+            return [Element](unsafeUninitializedCapacity: count) { buffer, initialized in
+                buffer.baseAddress!.moveInitialize(from: source, count: count)
+                source.initialize(repeating: filler, count: count)
+                initialized = count
+            }
+        }
+        removeLast(count)
+        return moved
     }
 }

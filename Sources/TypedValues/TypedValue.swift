@@ -177,16 +177,22 @@ extension TypedValue {
     /// An `as` array's strings.
     public var stringArrayValue: [String]? {
         guard case .array(let elementType, let elements) = self, elementType == "s" else { return nil }
-        return elements.compactMap(\.stringValue)
+        var strings: [String] = []
+        strings.reserveCapacity(elements.count)
+        for case .string(let string) in elements { strings.append(string) }
+        return strings
     }
 
     /// Entries of an `a{sv}` as (key, content-of-variant) pairs in wire order.
     public var stringVariantEntries: [(String, TypedValue)]? {
         guard case .dictionary("s", "v", let entries) = self else { return nil }
-        return entries.compactMap { entry in
-            guard let key = entry.key.stringValue, case .variant(let value) = entry.value else { return nil }
-            return (key, value)
+        // Sized up front: compactMap would grow the array as it goes (every call's properties pass here).
+        var pairs: [(String, TypedValue)] = []
+        pairs.reserveCapacity(entries.count)
+        for entry in entries {
+            if let key = entry.key.stringValue, case .variant(let value) = entry.value { pairs.append((key, value)) }
         }
+        return pairs
     }
 
     public static func stringArray(_ strings: [String]) -> TypedValue {

@@ -146,6 +146,7 @@ public struct ActivityPatch: Sendable {
         // parse, so a repeated key is a repeated field (compared without hashing).
         var seen: [ActivityField] = []
         seen.reserveCapacity(entries.count)
+        patch.changes.reserveCapacity(entries.count)
         for (key, value) in entries {
             guard let field = ActivityField(key: key) else {
                 throw .invalidArgument("unknown key '\(key.prefix(200))' in the properties argument; known keys: \(ActivityField.knownKeys.joined(separator: ", "))")
