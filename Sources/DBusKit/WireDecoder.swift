@@ -46,8 +46,8 @@ struct WireDecoder {
             guard !signatureBytes.contains(UInt8(ascii: "h")) else { return nil }
             var decoder = WireDecoder(body: UnsafeRawBufferPointer(rebasing: bytes[bodyStart..<(bodyStart + bodyLength)]),
                                       signature: UnsafeRawBufferPointer(signatureBytes))
-            decoder.pendingElements.reserveCapacity(16)
-            decoder.pendingEntries.reserveCapacity(16)
+            decoder.pendingElements.reserveCapacity(8)
+            decoder.pendingEntries.reserveCapacity(8)
             do {
                 while decoder.signatureIndex < signatureBytes.count {
                     decoder.pendingElements.append(try decoder.value())
