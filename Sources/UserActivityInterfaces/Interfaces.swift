@@ -28,7 +28,8 @@ public enum Interfaces {
         well-known name that is an installed app ID); an unconfined caller may name its app with app-id or
         RegisterApplication. A confined caller acts, reads and searches only for its own app.
         Signals a call causes (InterfacesAdded, PropertiesChanged, Continued…) follow its reply within about
-        a millisecond, and always come before anything the service sends or answers after them.
+        a millisecond, and always come before anything the service sends or answers after them. One
+        connection's calls are answered in the order sent (Peer.Ping, answered by libdbus, excepted).
         """,
         methods: [
             M(name: "CreateActivity", inputs: [typeArg, propertiesArg],

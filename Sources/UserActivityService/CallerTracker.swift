@@ -13,8 +13,15 @@ final class CallerTracker {
     private let log: Logger
 
     private var identities: [String: ConnectionIdentity] = [:]
-    /// Calls waiting, in arrival order, for their sender's identity.
-    private var waiting: [String: [(inout ConnectionIdentity) -> Void]] = [:]
+    /// What waits, in arrival order, for a sender's identity.
+    private enum Waiter {
+        /// A call's work with the identity.
+        case withIdentity((inout ConnectionIdentity) -> Void)
+        /// A call handled only once the calls before it have been: it runs
+        /// on its own, since it may ask for the identity in turn.
+        case afterwards(() -> Void)
+    }
+    private var waiting: [String: [Waiter]] = [:]
     private var departedWhileResolving: Set<String> = []
     /// Well-known name → unique name of its owner.
     private var ownerOfName: [String: String] = [:]
@@ -26,6 +33,17 @@ final class CallerTracker {
         self.log = log
     }
 
+    /// Whether `sender`'s identity is being looked up (its calls wait for it).
+    func isResolving(_ sender: String) -> Bool {
+        !waiting.isEmpty && waiting[sender] != nil
+    }
+
+    /// Runs `work` once `sender`'s identity is resolved, after the calls
+    /// already waiting for it; only while ``isResolving(_:)``.
+    func afterResolving(_ sender: String, _ work: @escaping () -> Void) {
+        waiting[sender]!.append(.afterwards(work))
+    }
+
     /// Runs `body` with the sender's identity, now when it is known, else once resolved.
     func withIdentity(of sender: String, _ body: @escaping (inout ConnectionIdentity) -> Void) {
         if identities[sender] != nil {
@@ -33,10 +51,10 @@ final class CallerTracker {
             return
         }
         if waiting[sender] != nil {
-            waiting[sender]!.append(body)
+            waiting[sender]!.append(.withIdentity(body))
             return
         }
-        waiting[sender] = [body]
+        waiting[sender] = [.withIdentity(body)]
         let request = Message.methodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
                                          interface: "org.freedesktop.DBus", member: "GetConnectionCredentials")
         try? request.append([.string(sender)])
@@ -65,9 +83,12 @@ final class CallerTracker {
             "sender": "\(sender)", "pid": "\(pid.map(String.init) ?? "?")",
             "app": "\(process.appID ?? "-")", "confinement": "\(process.confinement)", "source": "\(process.source)",
         ])
-        for body in queued {
+        for waiter in queued {
             guard identities[sender] != nil else { break }
-            body(&identities[sender]!)
+            switch waiter {
+            case .withIdentity(let body): body(&identities[sender]!)
+            case .afterwards(let work): work()
+            }
         }
     }
 

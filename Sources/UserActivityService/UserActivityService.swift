@@ -285,6 +285,13 @@ public final class UserActivityService {
 
     private func route(_ message: Message) -> Bool {
         guard message.kind == .methodCall, let path = message.path, let member = message.member else { return false }
+        // A connection's first call waits for its identity; the calls behind
+        // it wait too, even those answered without one, so that replies come
+        // in the order the calls were sent. (libdbus answers Peer itself.)
+        if callers.isResolving(message.sender ?? ""), message.interface != "org.freedesktop.DBus.Peer" {
+            callers.afterResolving(message.sender ?? "") { [unowned self] in _ = route(message) }
+            return true
+        }
         let interface = message.interface
         let routes: DispatchTable
         var activityID: String?

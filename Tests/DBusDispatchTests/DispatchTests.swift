@@ -55,9 +55,8 @@ private let errorPrefix = "org.example.UserActivity.Error."
             client.send(message)
             return message
         }
-        // The first call waits for the caller's identity, which lets calls
-        // behind it go first; after it, calls are handled in order. Activity
-        // ids are serial numbers, so the next one is "2".
+        // A first activity, so that the calls below find the caller's
+        // identity known. Activity ids are serial numbers: the next is "2".
         let first = try client.createActivity(editType, [claimEditor])
         #expect(first == managerPath + "/activity/1")
         _ = waitUntil(timeout: 5) {
@@ -79,6 +78,41 @@ private let errorPrefix = "org.example.UserActivity.Error."
                              "InterfacesRemoved", "reply \(objects.serial)"])
         // The whole activity, though the Invalidate was already waiting when the signal was built.
         #expect(addedTitle == .string("Draft"))
+    }
+
+    /// A new connection's first call waits for the caller's identity (a
+    /// query to the bus). Calls sent right behind it, even ones answered
+    /// without an identity, must not overtake it: replies come in the order
+    /// the calls were sent.
+    @Test func callsBehindAConnectionsFirstCallAreAnsweredAfterIt() throws {
+        let harness = try ServiceHarness()
+        let client = try harness.client()
+        var answered: [UInt32] = []
+        try client.addFilter { message in
+            guard message.kind == .methodReturn || message.kind == .error else { return false }
+            answered.append(message.replySerial)
+            return true
+        }
+        func send(_ path: String, _ interface: String, _ member: String, _ arguments: [TypedValue] = []) throws -> UInt32 {
+            let message = Message.methodCall(destination: "org.example.UserActivity", path: path, interface: interface, member: member)
+            try message.append(arguments)
+            client.send(message)
+            return message.serial
+        }
+        let sent = [
+            try send(managerPath, managerInterface, "CreateActivity", [.string(editType), .stringVariantDictionary([claimEditor])]),
+            // No identity needed for these: an object that does not exist, introspection, a wrong signature.
+            try send(managerPath + "/activity/999", activityInterface, "Invalidate"),
+            try send(managerPath, "org.freedesktop.DBus.Introspectable", "Introspect"),
+            try send(managerPath, managerInterface, "CreateActivity"),
+            try send(managerPath, managerInterface, "RegisterApplication", [.string("com.example.Editor")]),
+        ]
+        client.flush()
+        _ = waitUntil(timeout: 5) {
+            client.readWriteDispatch(timeoutMilliseconds: 20)
+            return answered.count >= sent.count
+        }
+        #expect(answered == sent)
     }
 
     @Test func everyUserInfoTypeRoundTripsOverTheBus() throws {
