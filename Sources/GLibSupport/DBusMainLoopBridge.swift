@@ -117,9 +117,9 @@ public final class DBusMainLoopBridge: MainLoopIntegration {
         // needed) pause.
         afterQuietPause = fire
         if quietTimer == nil {
-            quietTimer = loop.readyTimer { [unowned self] in
-                let fire = afterQuietPause
-                afterQuietPause = nil
+            quietTimer = loop.readyTimer { [weak self] in
+                let fire = self?.afterQuietPause
+                self?.afterQuietPause = nil
                 fire?()
             }
         }
