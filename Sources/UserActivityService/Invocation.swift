@@ -17,10 +17,11 @@ final class Invocation {
     /// A reply built ahead of time by ``prepareReply(_:)``, and what it says.
     private var preparedReply: (values: [TypedValue], message: Message)?
 
-    init(message: Message, arguments: [TypedValue], activityID: String?, bus: Connection) {
+    /// `sender` is `message.sender`, already read by the router.
+    init(message: Message, sender: String, arguments: [TypedValue], activityID: String?, bus: Connection) {
         self.message = message
         self.arguments = arguments
-        self.sender = message.sender ?? ""
+        self.sender = sender
         self.activityID = activityID
         self.bus = bus
     }

@@ -288,8 +288,9 @@ public final class UserActivityService {
         // A connection's first call waits for its identity; the calls behind
         // it wait too, even those answered without one, so that replies come
         // in the order the calls were sent. (libdbus answers Peer itself.)
-        if callers.isResolving(message.sender ?? ""), message.interface != "org.freedesktop.DBus.Peer" {
-            callers.afterResolving(message.sender ?? "") { [unowned self] in _ = route(message) }
+        let sender = message.sender ?? ""
+        if callers.isResolving(sender), message.interface != "org.freedesktop.DBus.Peer" {
+            callers.afterResolving(sender) { [unowned self] in _ = route(message) }
             return true
         }
         let interface = message.interface
@@ -310,7 +311,7 @@ public final class UserActivityService {
             routes = object
         } else if path == Interfaces.managerPath + "/activity" {
             if interface == nil || interface == "org.freedesktop.DBus.Introspectable", member == "Introspect" {
-                let invocation = Invocation(message: message, arguments: [], activityID: nil, bus: bus)
+                let invocation = Invocation(message: message, sender: sender, arguments: [], activityID: nil, bus: bus)
                 invocation.reply([.string(activityContainerXML())])
                 return true
             }
@@ -349,7 +350,7 @@ public final class UserActivityService {
         }
         // No method takes a file descriptor, but a variant can carry one.
         if message.carriesFileDescriptors { TypedValue.closeFileDescriptors(in: arguments) }
-        route.handler(self, Invocation(message: message, arguments: arguments, activityID: activityID, bus: bus))
+        route.handler(self, Invocation(message: message, sender: sender, arguments: arguments, activityID: activityID, bus: bus))
         return true
     }
 
