@@ -10,9 +10,11 @@ swift build --product useractivityd
 daemon="$PWD/.build/debug/useractivityd"
 
 private_bus_pid=""
+bus_dir=""
 cleanup() {
   [ -n "${daemon_pid:-}" ] && kill "$daemon_pid" 2>/dev/null || true
   [ -n "$private_bus_pid" ] && kill "$private_bus_pid" 2>/dev/null || true
+  [ -n "$bus_dir" ] && rm -rf "$bus_dir" || true
 }
 trap cleanup EXIT INT TERM
 
@@ -28,6 +30,8 @@ fi
 
 # Let the example app in desktop/ declare its types for this run.
 export XDG_DATA_DIRS="$PWD/desktop/share:${XDG_DATA_DIRS:-/usr/local/share:/usr/share}"
+echo "The example app's desktop entry is in desktop/share; for useractivityctl types to see it too:"
+echo "  export XDG_DATA_DIRS='$XDG_DATA_DIRS'"
 "$daemon" --verbose &
 daemon_pid=$!
 for _ in $(seq 50); do
