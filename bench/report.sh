@@ -3,7 +3,9 @@
 # Issue 7's benchmark report, in one run on one private bus:
 #   1. useractivityd's CreateActivity against a minimal C libdbus service and a
 #      GDBus service (bench/peers/*.c, compiled here), Ping to each as the
-#      baseline, round trips interleaved, then pipelined throughput;
+#      baseline, round trips interleaved, then pipelined throughput; the C
+#      service again with --object-manager-signals (the signals the contract
+#      requires of us) as context, with no target of its own;
 #   2. durable Donate and Search against Zeitgeist (zeitgeist-core) at 10k and
 #      100k entries of the same generated corpus;
 #   3. RSS of every process and the stores' size on disk.

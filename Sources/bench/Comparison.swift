@@ -40,6 +40,8 @@ struct ComparisonReport: Codable {
     var otherProcessesCpuPercent: Double?
     var quick: Bool
     var verdicts: [Verdict]
+    /// Ratios with no target that say what the targets are up against.
+    var context: [Verdict] = []
     var peers: PeersFigures?
     var zeitgeist: ZeitgeistFigures?
     var processes: [ProcessRow]
@@ -86,18 +88,24 @@ struct ComparisonRun {
         var notes: [String] = []
         var processes: [ProcessRow] = []
 
-        var peerPaths: [(key: String, label: String, name: String, path: String)] = []
+        var peerPaths: [(key: String, label: String, name: String, path: String, flags: String)] = []
         if options.peers {
             guard let libdbus = options.libdbusPeerPath, let gdbus = options.gdbusPeerPath else {
                 throw BenchError("--peers needs --libdbus-peer PATH and --gdbus-peer PATH (bench/report.sh builds them from bench/peers/)")
             }
-            for (key, label, name, path) in [("libdbus", "C libdbus peer", "org.example.BenchPeer.LibDBus", libdbus),
-                                             ("gdbus", "GDBus peer", "org.example.BenchPeer.GDBus", gdbus)] {
+            // The third is the C peer again, emitting the ObjectManager signals the
+            // contract requires of us: what those cost a C service (no target of its own).
+            for (key, label, name, path, flags) in [
+                ("libdbus", "C libdbus peer", "org.example.BenchPeer.LibDBus", libdbus, ""),
+                ("gdbus", "GDBus peer", "org.example.BenchPeer.GDBus", gdbus, ""),
+                (PeerTarget.libdbusWithSignalsKey, "C libdbus + signals", "org.example.BenchPeer.LibDBusSignals", libdbus,
+                 " --object-manager-signals"),
+            ] {
                 let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
                 guard FileManager.default.isExecutableFile(atPath: absolute) else {
                     throw BenchError("\(absolute) is not an executable file (bench/report.sh compiles bench/peers/*.c)")
                 }
-                peerPaths.append((key, label, name, absolute))
+                peerPaths.append((key, label, name, absolute, flags))
             }
         }
         var zeitgeistPaths: (daemon: String?, fts: String?) = (nil, nil)
@@ -121,7 +129,7 @@ struct ComparisonRun {
             if !peerPaths.isEmpty {
                 var targets = [PeerTarget.ours]
                 for peer in peerPaths {
-                    try session.bus.installService(name: peer.name, exec: shellQuote(peer.path) + " " + peer.name)
+                    try session.bus.installService(name: peer.name, exec: shellQuote(peer.path) + peer.flags + " " + peer.name)
                     targets.append(.peer(key: peer.key, label: peer.label, busName: peer.name))
                 }
                 var bench = PeersBench(session: session, targets: targets, iterations: iterations,
@@ -205,6 +213,7 @@ struct ComparisonRun {
                 verdicts: [], peers: peers, zeitgeist: zeitgeist, processes: processes, notes: notes)
             report.verdicts = Self.verdicts(report, oursIdleKib: oursIdle, wantedPeers: options.peers,
                                             wantedZeitgeist: options.zeitgeist)
+            report.context = Self.context(report)
             return report
         } catch {
             InterruptCleanup.parkIfInterrupted()
@@ -216,6 +225,29 @@ struct ComparisonRun {
     }
 
     // MARK: Verdicts
+
+    /// What the contract's `InterfacesAdded`/`InterfacesRemoved` signals cost
+    /// the C service, and ours against the C service that emits them too.
+    static func context(_ report: ComparisonReport) -> [Verdict] {
+        guard let peers = report.peers, let ours = peers.services.first,
+              let plain = peers.services.first(where: { $0.key == "libdbus" }),
+              let signalling = peers.services.first(where: { $0.key == PeerTarget.libdbusWithSignalsKey }) else { return [] }
+        func row(_ name: String, _ value: Double, _ note: String) -> Verdict {
+            Verdict(name: name, value: value, unit: "×", target: "", pass: nil, note: note)
+        }
+        return [
+            row("C libdbus + signals ÷ C libdbus, CreateActivity p50", signalling.createActivity.p50Us / plain.createActivity.p50Us,
+                String(format: "%.1f vs %.1f µs", signalling.createActivity.p50Us, plain.createActivity.p50Us)),
+            row("C libdbus + signals ÷ C libdbus, pipelined", signalling.pipelinedCallsPerSecond / plain.pipelinedCallsPerSecond,
+                String(format: "%.0f vs %.0f calls/s", signalling.pipelinedCallsPerSecond, plain.pipelinedCallsPerSecond)),
+            row("ours ÷ C libdbus + signals, CreateActivity p50", ours.createActivity.p50Us / signalling.createActivity.p50Us,
+                String(format: "%.1f vs %.1f µs", ours.createActivity.p50Us, signalling.createActivity.p50Us)),
+            row("ours ÷ C libdbus + signals, CreateActivity p99", ours.createActivity.p99Us / signalling.createActivity.p99Us,
+                String(format: "%.1f vs %.1f µs", ours.createActivity.p99Us, signalling.createActivity.p99Us)),
+            row("ours ÷ C libdbus + signals, pipelined", ours.pipelinedCallsPerSecond / signalling.pipelinedCallsPerSecond,
+                String(format: "%.0f vs %.0f calls/s", ours.pipelinedCallsPerSecond, signalling.pipelinedCallsPerSecond)),
+        ]
+    }
 
     static func verdicts(_ report: ComparisonReport, oursIdleKib: Int?, wantedPeers: Bool, wantedZeitgeist: Bool) -> [Verdict] {
         var verdicts: [Verdict] = []

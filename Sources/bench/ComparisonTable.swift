@@ -28,6 +28,16 @@ extension ComparisonReport {
         let met = verdicts.filter { $0.pass == true }.count
         out.append("  \(met) met, \(missed) missed, \(verdicts.count - met - missed) not measured")
         out.append("")
+        if !context.isEmpty {
+            out.append("CONTEXT (same run, no target): the InterfacesAdded/InterfacesRemoved signals the contract requires,")
+            out.append("emitted by the C libdbus peer too (bench/peers/libdbus-peer.c --object-manager-signals, right after each reply)")
+            let contextWidth = context.map(\.name.count).max() ?? 0
+            for row in context {
+                out.append("  " + pad(row.name, contextWidth + 2) + pad(row.value.map { String(format: "%.2f×", $0) } ?? "n/a", 10, right: true)
+                           + "  " + row.note)
+            }
+            out.append("")
+        }
 
         out.append("ABSOLUTE FIGURES")
         if let peers {

@@ -82,7 +82,8 @@ struct BenchOptions {
           --report            instead: the comparison with peers (bench/report.sh runs this):
                               --peers and --zeitgeist together, ratios to targets first
           --peers             our CreateActivity and Ping against a C libdbus and a GDBus
-                              service (round trips interleaved, then pipelined throughput)
+                              service (round trips interleaved, then pipelined throughput),
+                              and the C one again emitting the contract's ObjectManager signals
           --zeitgeist         durable Donate and Search against Zeitgeist's InsertEvents and
                               full-text search, both filled with the same corpus, at each
                               store size (default 10000,100000)

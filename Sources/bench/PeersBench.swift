@@ -7,7 +7,7 @@ import TypedValues
 /// A service answering the `(s, a{sv}) → o` CreateActivity call: our daemon,
 /// or one of the two peers written for the bench (`bench/peers/`).
 struct PeerTarget {
-    /// Short key for JSON: "useractivityd", "libdbus", "gdbus".
+    /// Short key for JSON: "useractivityd", "libdbus", "gdbus", "libdbus-signals".
     var key: String
     /// What the report calls it.
     var label: String
@@ -20,6 +20,9 @@ struct PeerTarget {
     static let ours = PeerTarget(key: "useractivityd", label: "useractivityd (ours)", busName: Service.busName,
                                  managerPath: Service.managerPath, managerInterface: Service.managerInterface,
                                  activityInterface: Service.activityInterface)
+
+    /// The C peer run with `--object-manager-signals`.
+    static let libdbusWithSignalsKey = "libdbus-signals"
 
     /// A peer from `bench/peers/`: same object layout, its own bus name.
     static func peer(key: String, label: String, busName: String) -> PeerTarget {

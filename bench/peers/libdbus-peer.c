@@ -12,7 +12,15 @@
  * Activity.Invalidate() on that path unregisters the object and frees it.
  * org.freedesktop.DBus.Peer.Ping is answered by libdbus itself.
  *
- * Usage: libdbus-peer [BUS_NAME]   (default org.example.BenchPeer.LibDBus)
+ * With --object-manager-signals it also emits what the contract requires of
+ * useractivityd for the same calls, the plain C way (right after each reply):
+ * ObjectManager.InterfacesAdded with the call's properties after a create,
+ * InterfacesRemoved after an Invalidate. The report runs it as a third service
+ * to show what those signals cost a C service; the targets stay against the
+ * plain one.
+ *
+ * Usage: libdbus-peer [--object-manager-signals] [BUS_NAME]
+ *        (default bus name org.example.BenchPeer.LibDBus)
  * Connects to the session bus (DBUS_SESSION_BUS_ADDRESS), as a D-Bus
  * activated service does, and serves until the bus goes away.
  */
@@ -27,6 +35,7 @@
 #define MANAGER_PATH "/org/example/BenchPeer"
 #define MANAGER_INTERFACE "org.example.BenchPeer"
 #define ACTIVITY_INTERFACE "org.example.BenchPeer.Activity"
+#define OBJECT_MANAGER_INTERFACE "org.freedesktop.DBus.ObjectManager"
 #define ACTIVITY_PATH_PREFIX "/org/example/BenchPeer/activity/"
 #define ERROR_INVALID_ARGUMENT "org.example.BenchPeer.Error.InvalidArgument"
 #define MAX_TEXT_BYTES 1024
@@ -41,6 +50,7 @@ struct activity {
 
 static uint64_t next_id = 1;
 static size_t live = 0;
+static int emits_object_manager_signals = 0;
 
 /* A reverse-DNS name: two or more dot-separated elements of [A-Za-z0-9_-],
  * none empty or starting with a digit, at most 255 bytes. */
@@ -160,6 +170,80 @@ static const DBusObjectPathVTable activity_vtable = {
     .message_function = activity_message,
 };
 
+/* Appends copies of the values under `from` to `to`. */
+static int copy_values(DBusMessageIter *from, DBusMessageIter *to)
+{
+    int type;
+    while ((type = dbus_message_iter_get_arg_type(from)) != DBUS_TYPE_INVALID) {
+        if (dbus_type_is_container(type)) {
+            DBusMessageIter inner_from, inner_to;
+            dbus_message_iter_recurse(from, &inner_from);
+            /* Arrays and variants name their content's type; structs and entries do not. */
+            char *whole = NULL, *content = NULL;
+            if (type == DBUS_TYPE_ARRAY) {
+                whole = dbus_message_iter_get_signature(from);
+                content = whole + 1;
+            } else if (type == DBUS_TYPE_VARIANT) {
+                whole = dbus_message_iter_get_signature(&inner_from);
+                content = whole;
+            }
+            int ok = dbus_message_iter_open_container(to, type, content, &inner_to);
+            dbus_free(whole);
+            if (!ok || !copy_values(&inner_from, &inner_to) || !dbus_message_iter_close_container(to, &inner_to))
+                return 0;
+        } else {
+            DBusBasicValue value;
+            dbus_message_iter_get_basic(from, &value);
+            if (!dbus_message_iter_append_basic(to, type, &value))
+                return 0;
+        }
+        dbus_message_iter_next(from);
+    }
+    return 1;
+}
+
+/* InterfacesAdded(o, a{sa{sv}}): the new object with the properties it was created with. */
+static void emit_interfaces_added(DBusConnection *connection, const char *path, DBusMessage *call)
+{
+    DBusMessage *signal = dbus_message_new_signal(MANAGER_PATH, OBJECT_MANAGER_INTERFACE, "InterfacesAdded");
+    if (!signal)
+        return;
+    DBusMessageIter arguments, interfaces, entry, call_arguments, properties_from, properties_to;
+    const char *interface = ACTIVITY_INTERFACE;
+    dbus_message_iter_init(call, &call_arguments);
+    dbus_message_iter_next(&call_arguments);
+    dbus_message_iter_recurse(&call_arguments, &properties_from);
+    dbus_message_iter_init_append(signal, &arguments);
+    if (dbus_message_iter_append_basic(&arguments, DBUS_TYPE_OBJECT_PATH, &path)
+        && dbus_message_iter_open_container(&arguments, DBUS_TYPE_ARRAY, "{sa{sv}}", &interfaces)
+        && dbus_message_iter_open_container(&interfaces, DBUS_TYPE_DICT_ENTRY, NULL, &entry)
+        && dbus_message_iter_append_basic(&entry, DBUS_TYPE_STRING, &interface)
+        && dbus_message_iter_open_container(&entry, DBUS_TYPE_ARRAY, "{sv}", &properties_to)
+        && copy_values(&properties_from, &properties_to)
+        && dbus_message_iter_close_container(&entry, &properties_to)
+        && dbus_message_iter_close_container(&interfaces, &entry)
+        && dbus_message_iter_close_container(&arguments, &interfaces))
+        dbus_connection_send(connection, signal, NULL);
+    dbus_message_unref(signal);
+}
+
+/* InterfacesRemoved(o, as): the object and its one interface. */
+static void emit_interfaces_removed(DBusConnection *connection, const char *path)
+{
+    DBusMessage *signal = dbus_message_new_signal(MANAGER_PATH, OBJECT_MANAGER_INTERFACE, "InterfacesRemoved");
+    if (!signal)
+        return;
+    DBusMessageIter arguments, names;
+    const char *interface = ACTIVITY_INTERFACE;
+    dbus_message_iter_init_append(signal, &arguments);
+    if (dbus_message_iter_append_basic(&arguments, DBUS_TYPE_OBJECT_PATH, &path)
+        && dbus_message_iter_open_container(&arguments, DBUS_TYPE_ARRAY, "s", &names)
+        && dbus_message_iter_append_basic(&names, DBUS_TYPE_STRING, &interface)
+        && dbus_message_iter_close_container(&arguments, &names))
+        dbus_connection_send(connection, signal, NULL);
+    dbus_message_unref(signal);
+}
+
 static void reply_error(DBusConnection *connection, DBusMessage *call, const char *name, const char *text)
 {
     DBusMessage *error = dbus_message_new_error(call, name, text);
@@ -213,6 +297,8 @@ static DBusHandlerResult create_activity(DBusConnection *connection, DBusMessage
         return DBUS_HANDLER_RESULT_NEED_MEMORY;
     dbus_connection_send(connection, reply, NULL);
     dbus_message_unref(reply);
+    if (emits_object_manager_signals)
+        emit_interfaces_added(connection, activity->path, call);
     return DBUS_HANDLER_RESULT_HANDLED;
 }
 
@@ -232,10 +318,14 @@ static DBusHandlerResult activity_message(DBusConnection *connection, DBusMessag
     DBusMessage *reply = dbus_message_new_method_return(message);
     if (!reply)
         return DBUS_HANDLER_RESULT_NEED_MEMORY;
+    char path[sizeof activity->path];
+    memcpy(path, activity->path, sizeof path);
     /* Frees `activity` through activity_unregistered. */
     dbus_connection_unregister_object_path(connection, activity->path);
     dbus_connection_send(connection, reply, NULL);
     dbus_message_unref(reply);
+    if (emits_object_manager_signals)
+        emit_interfaces_removed(connection, path);
     return DBUS_HANDLER_RESULT_HANDLED;
 }
 
@@ -245,7 +335,13 @@ static const DBusObjectPathVTable manager_vtable = {
 
 int main(int argc, char **argv)
 {
-    const char *name = argc > 1 ? argv[1] : "org.example.BenchPeer.LibDBus";
+    const char *name = "org.example.BenchPeer.LibDBus";
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--object-manager-signals") == 0)
+            emits_object_manager_signals = 1;
+        else
+            name = argv[i];
+    }
     DBusError error = DBUS_ERROR_INIT;
     DBusConnection *connection = dbus_bus_get_private(DBUS_BUS_SESSION, &error);
     if (!connection) {
