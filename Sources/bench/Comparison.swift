@@ -226,27 +226,39 @@ struct ComparisonRun {
 
     // MARK: Verdicts
 
-    /// What the contract's `InterfacesAdded`/`InterfacesRemoved` signals cost
-    /// the C service, and ours against the C service that emits them too.
+    /// Figures with no target that say what the targets are up against: what
+    /// the contract's `InterfacesAdded`/`InterfacesRemoved` signals cost the C
+    /// service, ours against the C service that emits them too, and the most a
+    /// one-at-a-time Donate could reach if it cost no more than a Ping.
     static func context(_ report: ComparisonReport) -> [Verdict] {
-        guard let peers = report.peers, let ours = peers.services.first,
-              let plain = peers.services.first(where: { $0.key == "libdbus" }),
-              let signalling = peers.services.first(where: { $0.key == PeerTarget.libdbusWithSignalsKey }) else { return [] }
         func row(_ name: String, _ value: Double, _ note: String) -> Verdict {
             Verdict(name: name, value: value, unit: "×", target: "", pass: nil, note: note)
         }
-        return [
-            row("C libdbus + signals ÷ C libdbus, CreateActivity p50", signalling.createActivity.p50Us / plain.createActivity.p50Us,
-                String(format: "%.1f vs %.1f µs", signalling.createActivity.p50Us, plain.createActivity.p50Us)),
-            row("C libdbus + signals ÷ C libdbus, pipelined", signalling.pipelinedCallsPerSecond / plain.pipelinedCallsPerSecond,
-                String(format: "%.0f vs %.0f calls/s", signalling.pipelinedCallsPerSecond, plain.pipelinedCallsPerSecond)),
-            row("ours ÷ C libdbus + signals, CreateActivity p50", ours.createActivity.p50Us / signalling.createActivity.p50Us,
-                String(format: "%.1f vs %.1f µs", ours.createActivity.p50Us, signalling.createActivity.p50Us)),
-            row("ours ÷ C libdbus + signals, CreateActivity p99", ours.createActivity.p99Us / signalling.createActivity.p99Us,
-                String(format: "%.1f vs %.1f µs", ours.createActivity.p99Us, signalling.createActivity.p99Us)),
-            row("ours ÷ C libdbus + signals, pipelined", ours.pipelinedCallsPerSecond / signalling.pipelinedCallsPerSecond,
-                String(format: "%.0f vs %.0f calls/s", ours.pipelinedCallsPerSecond, signalling.pipelinedCallsPerSecond)),
-        ]
+        var rows: [Verdict] = []
+        if let peers = report.peers, let ours = peers.services.first,
+           let plain = peers.services.first(where: { $0.key == "libdbus" }),
+           let signalling = peers.services.first(where: { $0.key == PeerTarget.libdbusWithSignalsKey }) {
+            rows += [
+                row("C libdbus + signals ÷ C libdbus, CreateActivity p50", signalling.createActivity.p50Us / plain.createActivity.p50Us,
+                    String(format: "%.1f vs %.1f µs", signalling.createActivity.p50Us, plain.createActivity.p50Us)),
+                row("C libdbus + signals ÷ C libdbus, pipelined", signalling.pipelinedCallsPerSecond / plain.pipelinedCallsPerSecond,
+                    String(format: "%.0f vs %.0f calls/s", signalling.pipelinedCallsPerSecond, plain.pipelinedCallsPerSecond)),
+                row("ours ÷ C libdbus + signals, CreateActivity p50", ours.createActivity.p50Us / signalling.createActivity.p50Us,
+                    String(format: "%.1f vs %.1f µs", ours.createActivity.p50Us, signalling.createActivity.p50Us)),
+                row("ours ÷ C libdbus + signals, CreateActivity p99", ours.createActivity.p99Us / signalling.createActivity.p99Us,
+                    String(format: "%.1f vs %.1f µs", ours.createActivity.p99Us, signalling.createActivity.p99Us)),
+                row("ours ÷ C libdbus + signals, pipelined", ours.pipelinedCallsPerSecond / signalling.pipelinedCallsPerSecond,
+                    String(format: "%.0f vs %.0f calls/s", ours.pipelinedCallsPerSecond, signalling.pipelinedCallsPerSecond)),
+            ]
+        }
+        for size in report.zeitgeist?.sizes ?? [] where size.oursPing.meanUs > 0 && size.zeitgeistInsert.callsPerSecond > 0 {
+            // Sequential rates are calls ÷ elapsed time, so the ceiling uses the Ping's mean too.
+            let pingRate = 1e6 / size.oursPing.meanUs
+            rows.append(row("sequential insert ceiling at \(size.entries): a Ping per Donate ÷ Zeitgeist", pingRate / size.zeitgeistInsert.callsPerSecond,
+                            String(format: "our Ping's mean %.1f µs = %.0f calls/s vs Zeitgeist's %.0f inserts/s",
+                                   size.oursPing.meanUs, pingRate, size.zeitgeistInsert.callsPerSecond)))
+        }
+        return rows
     }
 
     static func verdicts(_ report: ComparisonReport, oursIdleKib: Int?, wantedPeers: Bool, wantedZeitgeist: Bool) -> [Verdict] {

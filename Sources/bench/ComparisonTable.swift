@@ -29,8 +29,14 @@ extension ComparisonReport {
         out.append("  \(met) met, \(missed) missed, \(verdicts.count - met - missed) not measured")
         out.append("")
         if !context.isEmpty {
-            out.append("CONTEXT (same run, no target): the InterfacesAdded/InterfacesRemoved signals the contract requires,")
-            out.append("emitted by the C libdbus peer too (bench/peers/libdbus-peer.c --object-manager-signals, right after each reply)")
+            out.append("CONTEXT (same run, no target): what the targets are up against")
+            if peers?.services.contains(where: { $0.key == PeerTarget.libdbusWithSignalsKey }) == true {
+                out.append("  \"C libdbus + signals\": the C peer again, emitting the InterfacesAdded/InterfacesRemoved signals the contract")
+                out.append("  requires of us, right after each reply (bench/peers/libdbus-peer.c --object-manager-signals)")
+            }
+            if zeitgeist != nil {
+                out.append("  \"ceiling\": the sequential ratio a Donate would reach if it cost no more than a Ping round trip to our daemon")
+            }
             let contextWidth = context.map(\.name.count).max() ?? 0
             for row in context {
                 out.append("  " + pad(row.name, contextWidth + 2) + pad(row.value.map { String(format: "%.2f×", $0) } ?? "n/a", 10, right: true)
