@@ -32,7 +32,9 @@ fi
 export XDG_DATA_DIRS="$PWD/desktop/share:${XDG_DATA_DIRS:-/usr/local/share:/usr/share}"
 echo "The example app's desktop entry is in desktop/share; for useractivityctl types to see it too:"
 echo "  export XDG_DATA_DIRS='$XDG_DATA_DIRS'"
-"$daemon" --verbose &
+# And let the daemon launch the example app (.build/debug/UserActivityExample,
+# once built) from its desktop entry to continue one of its activities.
+PATH="$PWD/.build/debug:$PATH" "$daemon" --verbose &
 daemon_pid=$!
 for _ in $(seq 50); do
   busctl --user status org.example.UserActivity >/dev/null 2>&1 && break

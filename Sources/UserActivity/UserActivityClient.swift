@@ -58,6 +58,7 @@ public final class UserActivityClient: @unchecked Sendable {
 
     private let lock = NSLock()
     private var _onError: (@Sendable (UserActivityError, String) -> Void)?
+    private var _onDisconnected: (@Sendable () -> Void)?
     private var _continuationHandler: (any ContinuationHandler)?
     private var closed = false
 
@@ -204,6 +205,24 @@ public final class UserActivityClient: @unchecked Sendable {
     public var onError: (@Sendable (_ error: UserActivityError, _ request: String) -> Void)? {
         get { lock.withLock { _onError } }
         set { lock.withLock { _onError = newValue } }
+    }
+
+    /// Called once, on the library's loop thread, when the bus connection is
+    /// lost: the session ended or its bus went away. Not called by ``close()``,
+    /// nor when only the service restarts (the client registers again with the
+    /// new instance by itself).
+    ///
+    /// An app that only serves continuations usually ends with its session:
+    ///
+    /// ```swift
+    /// let (session, endSession) = AsyncStream<Void>.makeStream()
+    /// client.onDisconnected = { endSession.finish() }
+    /// try await app.start()
+    /// for await _ in session {}   // serve continuations until the bus goes away
+    /// ```
+    public var onDisconnected: (@Sendable () -> Void)? {
+        get { lock.withLock { _onDisconnected } }
+        set { lock.withLock { _onDisconnected = newValue } }
     }
 
     func report(_ error: UserActivityError, _ request: String) {
@@ -408,7 +427,11 @@ public final class UserActivityClient: @unchecked Sendable {
                   let app = (try? message.arguments())?.first?.stringValue else { return false }
             activity.wasContinued?(app)
         case ("org.freedesktop.DBus.Local", "Disconnected"):
-            lock.withLock { closed = true }
+            let wasOpen = lock.withLock {
+                defer { closed = true }
+                return !closed
+            }
+            if wasOpen { onDisconnected?() }
         default:
             break
         }

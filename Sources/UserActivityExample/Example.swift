@@ -9,6 +9,8 @@ enum Example {
 
     struct Options {
         var serve = false
+        /// Only register for continuations and serve them (how the service launches the app).
+        var handleContinuationsOnly = false
         var address: String?
     }
 
@@ -28,6 +30,14 @@ enum Example {
         // 1. Connect (a loop thread of the library's own) and declare the actions.
         let client = try UserActivityClient(appID: appID, address: options.address)
         client.onError = { error, request in Output.error("! \(request) failed: \(error)") }
+        // The serving modes end when the session does.
+        let (disconnection, disconnected) = AsyncStream<Void>.makeStream()
+        client.onDisconnected = { disconnected.finish() }
+        func serveUntilDisconnected() async -> Int32 {
+            for await _ in disconnection {}
+            Output.line("the session bus went away")
+            return 0
+        }
         let app = try ActivityApp(appID: appID, client: client, actions: [OpenDocument.self, ShowPage.self])
         app.onWillContinue = { type in Output.line("… the service is handing over \(type)") }
         app.onContinuationFailure = { type, error in Output.line("✗ continuation of \(type) failed: \(error.message)") }
@@ -43,6 +53,13 @@ enum Example {
             Output.line("(this useractivityd does not take continuation handlers yet: \(error.message))")
         }
         Output.line("service version: \(try await client.serviceVersion())")
+
+        if options.handleContinuationsOnly {
+            // Launched to take a continuation: no demo activities of its own, which
+            // the continued one would replace while the demo still works on them.
+            Output.line("handling continuations for \(appID); stop with Ctrl-C")
+            return await serveUntilDisconnected()
+        }
 
         // 3. Perform both actions: each publishes its activity as the current one.
         let document = try await app.perform(OpenDocument.self, with: DocumentRef(path: "/home/user/Quarterly Report.odt", page: 3, zoom: 1.25))
@@ -79,7 +96,7 @@ enum Example {
 
         if options.serve {
             Output.line("serving continuations for \(appID); stop with Ctrl-C")
-            while true { try await Task.sleep(nanoseconds: 3_600_000_000_000) }
+            return await serveUntilDisconnected()
         }
         app.currentActivity?.invalidate()
         await client.waitForPendingRequests()

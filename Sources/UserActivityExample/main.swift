@@ -5,6 +5,9 @@ import Foundation
 //
 //   UserActivityExample            publish two activities, search them, continue one into itself, exit
 //   UserActivityExample --serve    the same, then keep handling continuations until killed
+//   UserActivityExample --handle-continuations
+//                                  only handle continuations (the desktop entry's Exec: how
+//                                  the service launches the app to continue one of its activities)
 //   --address ADDRESS              a bus other than $DBUS_SESSION_BUS_ADDRESS
 //
 // The desktop entry desktop/share/applications/com.example.UserActivityExample.desktop
@@ -16,6 +19,7 @@ while let argument = arguments.first {
     arguments.removeFirst()
     switch argument {
     case "--serve": options.serve = true
+    case "--handle-continuations": options.handleContinuationsOnly = true
     case "--address":
         guard let address = arguments.first else {
             Output.error("--address needs a bus address")
@@ -25,9 +29,11 @@ while let argument = arguments.first {
         options.address = address
     case "-h", "--help":
         Output.line("""
-            usage: UserActivityExample [--serve] [--address ADDRESS]
+            usage: UserActivityExample [--serve | --handle-continuations] [--address ADDRESS]
               Publishes com.example.UserActivityExample activities, searches them, and continues one
               into itself through the user-activity service. --serve keeps handling continuations.
+              --handle-continuations only handles continuations (the desktop entry's Exec).
+              Both exit when the session bus goes away.
             """)
         exit(0)
     default:

@@ -36,6 +36,9 @@ struct BecomeCurrent: ParsableCommand {
         if output.json { try Output.json(["activity": path]) } else { Output.line(path) }
         Output.error("\(activityType) is current at \(path); it lasts while this command runs. Press Ctrl-C to end it.")
 
+        // The signal of its becoming current may arrive after the match is added:
+        // only changes from what is already known are news.
+        var isCurrent = true
         while !Interrupts.stopRequested {
             guard client.connection.readWriteDispatch(timeoutMilliseconds: 200) else {
                 throw CLIError("the session bus closed; the activity is gone", exitCode: CLIError.unavailable)
@@ -49,7 +52,8 @@ struct BecomeCurrent: ParsableCommand {
                     throw CLIError("useractivityd stopped; the activity is gone", exitCode: CLIError.unavailable)
                 case "PropertiesChanged":
                     if let changed = signal.arguments.dropFirst().first?.stringVariantEntries,
-                       let current = changed.first(where: { $0.0 == "Current" })?.1.boolValue {
+                       let current = changed.first(where: { $0.0 == "Current" })?.1.boolValue, current != isCurrent {
+                        isCurrent = current
                         Output.error(current ? "the activity is current again" : "the activity is no longer current (another one became current)")
                     }
                 default:

@@ -213,6 +213,26 @@ struct CLITests {
         #expect(try h.ctlOK(["list"]).trimmedStdout == "No live activities.")
     }
 
+    @Test("become-current reports changes of Current only: not its own becoming current, once when another takes over")
+    func becomeCurrentReportsChangesOnly() throws {
+        let h = try CLIHarness()
+        let first = try h.spawnCtl(["become-current", UA.editType, "--app-id", UA.editor, "--title", "First"])
+        defer { first.terminate(grace: 1) }
+        _ = try #require(try first.readLine(timeout: 20), "become-current printed nothing: \(first.stderrText)\n\(h.logTail())")
+        // Its own PropertiesChanged (Current: true) follows the reply by about a millisecond.
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(!first.stderrText.contains("current again"), "\(first.stderrText)")
+
+        let second = try h.spawnCtl(["become-current", UA.editType, "--app-id", UA.editor, "--title", "Second"])
+        defer { second.terminate(grace: 1) }
+        _ = try #require(try second.readLine(timeout: 20), "the second become-current printed nothing: \(second.stderrText)")
+        let told = waitUntil(timeout: 10) { first.stderrText.contains("the activity is no longer current") }
+        #expect(told, "\(first.stderrText)")
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(!second.stderrText.contains("current again"), "\(second.stderrText)")
+        #expect(first.stderrText.components(separatedBy: "no longer current").count == 2, "\(first.stderrText)")
+    }
+
     @Test("monitor prints a line when another client makes something current")
     func monitor() throws {
         let h = try CLIHarness()

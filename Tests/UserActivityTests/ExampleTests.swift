@@ -1,8 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
+import DBusKit
 import Foundation
 import TestSupport
 import Testing
+import TypedValues
 @testable import UserActivity
+
+/// Whether `pid` is a process that has not exited (a zombie has).
+func isLiveProcess(_ pid: pid_t) -> Bool {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+          let close = stat.lastIndex(of: ")") else { return false }
+    return !stat[close...].hasPrefix(") Z")
+}
 
 /// The repository root (the directory holding Package.swift above this file).
 func repositoryRoot(filePath: String = #filePath) -> String {
@@ -49,6 +58,68 @@ struct ExampleTests {
             #expect(out.contains("✓ continued by com.example.UserActivityExample"), "\(out)")
         }
         #expect(out.hasSuffix("done\n"), "\(out)")
+    }
+
+    @Test("Continuing an example activity launches the example from its desktop entry, which takes it and exits with the bus")
+    func exampleLaunchedOnDemand() async throws {
+        guard let example = try? BuiltProducts.executable(named: "UserActivityExample") else {
+            Issue.record("UserActivityExample is not built: run `swift build --product UserActivityExample` first")
+            return
+        }
+        // The repository's entry, with Exec's program made absolute (its arguments stay as shipped).
+        let h = try LibraryHarness()
+        let source = "\(repositoryRoot())/desktop/share/applications/com.example.UserActivityExample.desktop"
+        let entry = try String(contentsOfFile: source, encoding: .utf8)
+            .replacingOccurrences(of: "\nExec=UserActivityExample ", with: "\nExec=\(example) ")
+        #expect(entry.contains("\nExec=\(example) --handle-continuations\n"), "\(entry)")
+        try entry.write(toFile: "\(h.session.applicationsDirectory())/com.example.UserActivityExample.desktop",
+                        atomically: true, encoding: .utf8)
+
+        let client = try h.client(nil)
+        let link = UserActivity(activityType: "com.example.UserActivityExample.open-document", client: client)
+        link.title = "From a link"
+        link.userInfo = ["path": "/home/user/Launched.odt", "page": 5]
+        let app = try await client.continueActivity(link, options: .init(targetAppID: "com.example.UserActivityExample", timeout: 20))
+        #expect(app == "com.example.UserActivityExample", "\(h.logTail())")
+        // What the launched example printed reaches the bus log through the daemon.
+        let performed = await waitUntil(timeout: 5, interval: 0.05) {
+            h.bus.log.contains("▶ open-document: /home/user/Launched.odt, page 5 (continued")
+        }
+        #expect(performed, "\(h.logTail())")
+        #expect(!h.bus.log.contains("UserActivityExample failed"), "\(h.logTail())")
+
+        // It keeps serving: a second continuation goes to the same process.
+        let launched = try #require(await examplePID(h), "\(h.logTail())")
+        let again = try await client.continueActivity(link, options: .init(targetAppID: "com.example.UserActivityExample", timeout: 10))
+        #expect(again == "com.example.UserActivityExample")
+        #expect(await examplePID(h) == launched)
+
+        // And it exits when the session bus goes away (onDisconnected). Only the
+        // bus is killed: stopping the harness would signal its whole process group.
+        client.close()
+        kill(h.bus.pid, SIGKILL)
+        let exited = await waitUntil(timeout: 10, interval: 0.05) { !isLiveProcess(launched) }
+        if !exited { kill(launched, SIGKILL) }
+        #expect(exited, "the launched UserActivityExample (pid \(launched)) outlived the bus")
+    }
+
+    /// The PID of the bus connection whose process is UserActivityExample, if any.
+    private func examplePID(_ h: LibraryHarness) async -> pid_t? {
+        try? await offload { () -> pid_t? in
+            let connection = try h.rawConnection()
+            func call(_ member: String, _ arguments: [TypedValue]) throws -> [TypedValue] {
+                let message = Message.methodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                                 interface: "org.freedesktop.DBus", member: member)
+                try message.append(arguments)
+                return try connection.call(message, timeoutMilliseconds: 5000).arguments()
+            }
+            for name in try call("ListNames", []).first?.stringArrayValue ?? [] where name.hasPrefix(":") {
+                guard let pid = try? call("GetConnectionUnixProcessID", [.string(name)]).first?.uint32Value,
+                      let commandLine = try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8) else { continue }
+                if commandLine.contains("UserActivityExample\0--handle-continuations") { return pid_t(pid) }
+            }
+            return nil
+        }
     }
 
     @Test("UserActivityExample without its desktop entry stops with the line to add (exit 78)")

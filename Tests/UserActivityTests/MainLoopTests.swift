@@ -128,6 +128,8 @@ struct ServiceRestartTests {
         let h = try LibraryHarness()
         let client = try h.client(UA.notes)
         let continued = Recorder<String>()
+        let disconnections = Recorder<Void>()
+        client.onDisconnected = { disconnections.append(()) }
         try await client.register(continuationHandler: ContinuationClosures { activity in
             continued.append(activity.title ?? "")
             return true
@@ -170,5 +172,26 @@ struct ServiceRestartTests {
         link.title = "after the restart"
         #expect(try await caller.continueActivity(link, options: .init(targetAppID: UA.notes, timeout: 5)) == UA.notes)
         #expect(continued.values == ["after the restart"])
+        #expect(disconnections.values.isEmpty, "onDisconnected ran although only the service restarted")
+    }
+
+    @Test("onDisconnected runs once when the bus goes away, on the loop thread; not for close()")
+    func busGoesAway() async throws {
+        let h = try LibraryHarness()
+        let lost = try h.client(UA.notes)
+        let closed = try h.client(UA.reader)
+        let calls = Recorder<Bool>()
+        lost.onDisconnected = { calls.append(Thread.isMainThread) }
+        closed.onDisconnected = { Issue.record("onDisconnected ran for a client that was closed") }
+        #expect(!(try await lost.serviceVersion()).isEmpty)
+        closed.close()
+        #expect(calls.values.isEmpty)
+
+        kill(h.bus.pid, SIGKILL)
+        let called = await waitUntil(timeout: 10, interval: 0.02) { !calls.values.isEmpty }
+        #expect(called, "onDisconnected was not called after the bus was killed")
+        try await Task.sleep(nanoseconds: 200_000_000)
+        #expect(calls.values == [false], "called \(calls.values.count) times, or on the main thread")
+        await #expect(throws: UserActivityError.self) { _ = try await lost.serviceVersion() }
     }
 }
