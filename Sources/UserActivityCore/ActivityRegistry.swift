@@ -122,6 +122,8 @@ public final class ActivityRegistry {
         if activity.hasExpired || (activity.properties.expirationDate != 0 && activity.properties.expirationDate <= now) {
             throw .expired("the activity \(activity.activityType) expired at \(activity.properties.expirationDate) µs; create a new one")
         }
+        // Declarations can be withdrawn (the desktop entry changed) after it was created.
+        try requireDeclared(app: activity.appID, type: activity.activityType)
         var events: [RegistryEvent] = []
         if currentID != id {
             let previous = currentID

@@ -57,16 +57,70 @@ public struct ProcessIdentityProbe: Sendable {
 
     /// The identity of process `pid`; never fails, because an unreadable
     /// process must still get an answer that errs on the safe side.
-    public func identify(pid: UInt32, catalog: AppCatalog) -> ProcessIdentity {
+    ///
+    /// Only a live process whose PID cannot have been reused since its bus
+    /// connection appeared is inspected: a process that has exited (a zombie
+    /// shows no root and an empty cgroup) or that started after
+    /// `connectedAtTicks` is not the one that connected, and is treated as
+    /// confined with no app.
+    ///
+    /// - Parameter connectedAtTicks: when the caller's connection was first
+    ///   seen, in clock ticks since boot (as `/proc/PID/stat` counts a start
+    ///   time); nil skips that check.
+    public func identify(pid: UInt32, catalog: AppCatalog, connectedAtTicks: UInt64? = nil) -> ProcessIdentity {
         let processDir = "\(procRoot)/\(pid)"
+        func failClosed(_ why: String) -> ProcessIdentity {
+            ProcessIdentity(confinement: .flatpak, appID: nil, source: "\(why); treated as confined with no app")
+        }
         guard fileKind(atPath: processDir) == .directory else {
             // The process is gone (or never was): without evidence that it is
             // unconfined, treating it as unconfined would let a sandboxed app
             // that exits quickly act for anyone.
-            return ProcessIdentity(confinement: .flatpak, appID: nil,
-                                   source: "\(processDir) does not exist; treated as confined with no app")
+            return failClosed("\(processDir) does not exist")
         }
+        guard let before = Self.processStatus(processDir: processDir) else { return failClosed("\(processDir)/stat is unreadable") }
+        guard !before.hasExited else { return failClosed("process \(pid) has exited") }
+        // One tick of slack: both sides are rounded to clock ticks.
+        if let connectedAtTicks, before.startTicks > connectedAtTicks + 1 {
+            return failClosed("process \(pid) started after its bus connection appeared (its PID was reused)")
+        }
+        let identity = evidence(processDir: processDir, catalog: catalog)
+        // What was read belongs to `pid` only if it is still the same live process.
+        guard let after = Self.processStatus(processDir: processDir), !after.hasExited,
+              after.startTicks == before.startTicks else {
+            return failClosed("process \(pid) exited while it was inspected")
+        }
+        return identity
+    }
 
+    /// Clock ticks since boot now, as `/proc/PID/stat` counts a start time.
+    public static func ticksSinceBoot() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_BOOTTIME, &now)
+        let hertz = UInt64(max(sysconf(Int32(_SC_CLK_TCK)), 1))
+        return UInt64(now.tv_sec) * hertz + UInt64(now.tv_nsec) * hertz / 1_000_000_000
+    }
+
+    /// State and start time from `/proc/PID/stat`.
+    struct ProcessStatus: Equatable {
+        /// Zombie or dead: its root and cgroup no longer say anything.
+        var hasExited: Bool
+        /// Clock ticks since boot.
+        var startTicks: UInt64
+    }
+
+    /// Parses `/proc/PID/stat`: the fields after the command name, which is
+    /// in parentheses and may itself contain spaces and parentheses.
+    static func processStatus(processDir: String) -> ProcessStatus? {
+        guard let stat = readTextFile(atPath: processDir + "/stat"), let close = stat.lastIndex(of: ")") else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ", omittingEmptySubsequences: true)
+        // fields[0] is the state (field 3 of proc(5)); the start time is field 22.
+        guard fields.count > 19, let state = fields[0].first, let start = UInt64(fields[19]) else { return nil }
+        return ProcessStatus(hasExited: state == "Z" || state == "X" || state == "x", startTicks: start)
+    }
+
+    /// Flatpak, Snap or host, from the process's root and cgroup.
+    private func evidence(processDir: String, catalog: AppCatalog) -> ProcessIdentity {
         switch Self.flatpakInfoState(processDir: processDir) {
         case .present(let infoPath):
             guard let file = loadKeyFile(infoPath),
@@ -83,7 +137,8 @@ public struct ProcessIdentityProbe: Sendable {
         }
 
         guard let cgroup = readTextFile(atPath: processDir + "/cgroup") else {
-            return ProcessIdentity(confinement: .host, appID: nil, source: "cgroup unreadable")
+            // Without the cgroup a Snap cannot be told from the host.
+            return ProcessIdentity(confinement: .flatpak, appID: nil, source: "cgroup unreadable; treated as confined with no app")
         }
         if let snap = Self.snapName(fromCgroup: cgroup) {
             return ProcessIdentity(confinement: .snap, appID: catalog.app(withSnapInstanceName: snap)?.id,
@@ -110,16 +165,22 @@ public struct ProcessIdentityProbe: Sendable {
     /// except when it is on FUSE (toolbox containers), which a Flatpak never
     /// uses as its root; this mirrors xdg-desktop-portal.
     static func flatpakInfoState(processDir: String) -> FlatpakInfoState {
+        // A root that cannot be followed at all (a process exiting) proves nothing.
+        guard access(processDir + "/root", F_OK) == 0 else {
+            let rootErrno = errno
+            return rootErrno == EACCES && rootOnFUSE(processDir) ? .absent : .inaccessible
+        }
         let info = processDir + "/root/.flatpak-info"
         if access(info, F_OK) == 0 { return .present(info) }
         let infoErrno = errno
         if infoErrno == ENOENT || infoErrno == ENOTDIR { return .absent }
-        if infoErrno == EACCES,
-           let mountinfo = readTextFile(atPath: processDir + "/mountinfo"),
-           rootFilesystemType(fromMountinfo: mountinfo)?.hasPrefix("fuse") == true {
-            return .absent
-        }
+        if infoErrno == EACCES, rootOnFUSE(processDir) { return .absent }
         return .inaccessible
+    }
+
+    private static func rootOnFUSE(_ processDir: String) -> Bool {
+        guard let mountinfo = readTextFile(atPath: processDir + "/mountinfo") else { return false }
+        return rootFilesystemType(fromMountinfo: mountinfo)?.hasPrefix("fuse") == true
     }
 
     /// The filesystem type mounted last on `/` in a `/proc/PID/mountinfo`

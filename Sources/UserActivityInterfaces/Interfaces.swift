@@ -135,7 +135,7 @@ public enum Interfaces {
             M(name: "AddUserInfoEntries", inputs: [A("entries", "a{sv}", "entries merged into UserInfo, replacing equal keys")], outputs: [],
               doc: "Merges into UserInfo (addUserInfoEntries(from:))."),
             M(name: "BecomeCurrent", inputs: [], outputs: [],
-              doc: "Makes it the session's current activity; the previous current activity, of any app, stops being current. A search- or prediction-eligible activity is saved (one more use) before the reply."),
+              doc: "Makes it the session's current activity; the previous current activity, of any app, stops being current. A search- or prediction-eligible activity is saved (one more use) before the reply. NotDeclared when its app no longer declares its type (the desktop entry changed since it was created)."),
             M(name: "ResignCurrent", inputs: [], outputs: [],
               doc: "Stops being current without being invalidated; a no-op when it is not current."),
             M(name: "Invalidate", inputs: [], outputs: [],

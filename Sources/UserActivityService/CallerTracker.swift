@@ -25,6 +25,11 @@ final class CallerTracker {
     private var departedWhileResolving: Set<String> = []
     /// Well-known name → unique name of its owner.
     private var ownerOfName: [String: String] = [:]
+    /// Unique name → when its connection appeared (clock ticks since boot):
+    /// the process behind it must have started by then, or its PID was reused.
+    private var connectedAt: [String: UInt64] = [:]
+    /// Since when every new connection is seen appearing; older ones appeared before.
+    private var watchingSince: UInt64?
 
     init(bus: Connection, probe: ProcessIdentityProbe, catalog: @escaping () -> AppCatalog, log: Logger) {
         self.bus = bus
@@ -75,8 +80,8 @@ final class CallerTracker {
             pid = credentials.first { $0.0 == "ProcessID" }?.1.uint32Value
         }
         let catalog = catalog()
-        let process = pid.map { probe.identify(pid: $0, catalog: catalog) }
-            ?? ProcessIdentity(confinement: .host, appID: nil, source: "no process ID from the bus")
+        let process = pid.map { probe.identify(pid: $0, catalog: catalog, connectedAtTicks: connectedAt[sender] ?? watchingSince) }
+            ?? ProcessIdentity(confinement: .flatpak, appID: nil, source: "no process ID from the bus; treated as confined with no app")
         let owned = ownerOfName.filter { $0.value == sender && catalog.app($0.key) != nil }.map(\.key).sorted()
         identities[sender] = ConnectionIdentity(process: process, ownedAppNames: owned)
         log.debug("caller identified", metadata: [
@@ -98,7 +103,10 @@ final class CallerTracker {
         if name.hasPrefix(":") {
             if newOwner.isEmpty {
                 identities[name] = nil
+                connectedAt[name] = nil
                 if waiting[name] != nil { departedWhileResolving.insert(name) }
+            } else if oldOwner.isEmpty {
+                connectedAt[name] = ProcessIdentityProbe.ticksSinceBoot()
             }
             return
         }
@@ -109,6 +117,12 @@ final class CallerTracker {
             let owned = ownerOfName.filter { $0.value == owner && catalog().app($0.key) != nil }.map(\.key).sorted()
             identities[owner] = identity.replacingOwnedAppNames(owned)
         }
+    }
+
+    /// Called once `NameOwnerChanged` is watched: every connection without a
+    /// recorded appearance appeared before now.
+    func beganWatchingConnections() {
+        watchingSince = ProcessIdentityProbe.ticksSinceBoot()
     }
 
     /// Learns the current owners of well-known names (at startup, before serving).

@@ -146,6 +146,7 @@ public final class UserActivityService {
         // more than libdbus's 16 must not cost us the bus (they are closed unread).
         bus.setMaximumMessageUnixFDs(253)
         try bus.addMatch("type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged'")
+        callers.beganWatchingConnections()
         try bus.addFilter { [unowned self] message in self.filter(message) }
         try bus.registerFallback(path: Interfaces.managerPath) { [unowned self] message in self.route(message) }
         callers.learnNameOwners()

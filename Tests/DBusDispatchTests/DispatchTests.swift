@@ -5,6 +5,7 @@ import Foundation
 import TestSupport
 import Testing
 import TypedValues
+import UserActivityCore
 @testable import UserActivityService
 
 private let editType = "com.example.Editor.edit-document"
@@ -249,6 +250,28 @@ private let errorPrefix = "org.example.UserActivity.Error."
         #expect(dbusErrorName { _ = try client.createActivity(editType, []) } == errorPrefix + "NotDeclared")
     }
 
+    @Test func aProcessStartedAfterItsConnectionAppearedIsNotBelieved() throws {
+        // The fixture /proc says our PID belongs to a plain host process; its
+        // start time decides whether that process can be the one that connected.
+        let harness = try ServiceHarness(confinedAs: ServiceHarness.sandboxed)
+        let me = harness.procRoot.appending("\(getpid())")
+        try FileManager.default.removeItem(atPath: me + "/root/.flatpak-info")
+        try writeFileAtomically(me + "/cgroup", contents: "0::/user.slice/user@1000.service/app.slice/vte-spawn-1.scope\n")
+
+        // Started long before: a host caller, whose claims are believed.
+        let before = try harness.client()
+        try before.callService(managerInterface, "RegisterApplication", [.string(ServiceHarness.editor)])
+
+        // Started after the connection appeared: its PID was reused, so the
+        // evidence is about another process; confined with no app.
+        let later = ProcessIdentityProbe.ticksSinceBoot() + 60 * 100
+        try writeFileAtomically(me + "/stat", contents: fakeProcessStat(pid: getpid(), startTicks: later))
+        let after = try harness.client()
+        #expect(dbusErrorName { try after.callService(managerInterface, "RegisterApplication", [.string(ServiceHarness.editor)]) }
+                == errorPrefix + "AccessDenied")
+        #expect(dbusErrorName { _ = try after.property(managerPath, managerInterface, "Paused") } == errorPrefix + "AccessDenied")
+    }
+
     @Test func aSandboxedAppCannotTouchOrReadAHostAppsActivity() throws {
         let harness = try ServiceHarness(confinedAs: ServiceHarness.sandboxed)
         // A host process creates and holds an activity. The probe fails closed for a
@@ -268,6 +291,7 @@ private let errorPrefix = "org.example.UserActivity.Error."
         defer { holder.kill() }
         try harness.procRoot.makeDirectory("\(holder.pid)/root")
         try writeFileAtomically(harness.procRoot.appending("\(holder.pid)/cgroup"), contents: "0::/user.slice/user@1000.service/app.slice/other.scope\n")
+        try writeFileAtomically(harness.procRoot.appending("\(holder.pid)/stat"), contents: fakeProcessStat(pid: holder.pid))
         try writeFileAtomically(goFile, contents: "")
         let path = try #require(try holder.readLine(timeout: 10))
         let client = try harness.client()

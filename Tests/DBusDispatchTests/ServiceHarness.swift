@@ -38,6 +38,7 @@ final class ServiceHarness: @unchecked Sendable {
             let root = try procRoot.makeDirectory("\(getpid())/root")
             try writeFileAtomically(root + "/.flatpak-info", contents: "[Application]\nname=\(flatpakApp)\nruntime=runtime/org.gnome.Platform/x86_64/47\n")
             try writeFileAtomically(procRoot.appending("\(getpid())/cgroup"), contents: "0::/user.slice/app-flatpak-\(flatpakApp)-1.scope\n")
+            try writeFileAtomically(procRoot.appending("\(getpid())/stat"), contents: fakeProcessStat(pid: getpid()))
         }
         loop = MainLoop.withNewContext()
         var configuration = ServiceConfiguration(

@@ -204,3 +204,10 @@ public func writeFileAtomically(_ path: String, contents: String, mode: Int = 0o
         throw ChildProcessError.systemCallFailed(call: "rename(\(tmp), \(path))", errno: code)
     }
 }
+
+/// A `/proc/PID/stat` line for a fixture `/proc` tree: the daemon reads the
+/// state (field 3) and the start time in clock ticks since boot (field 22).
+/// The defaults, a sleeping process started at boot, pass its checks.
+public func fakeProcessStat(pid: Int32, state: Character = "S", startTicks: UInt64 = 0) -> String {
+    "\(pid) (fixture app) \(state) 1 \(pid) \(pid) 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 \(startTicks) 0 0\n"
+}

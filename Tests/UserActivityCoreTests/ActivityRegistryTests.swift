@@ -35,6 +35,17 @@ private let viewer = "com.example.Viewer"
         #expect(registry.currentID == nil)
     }
 
+    @Test func aTypeNoLongerDeclaredCannotBecomeCurrent() throws {
+        var declared = true
+        let registry = ActivityRegistry { app, type in declared && type.hasPrefix(app + ".") }
+        let (a, _) = try registry.create(type: "\(editor).edit", properties: ActivityPatch(), app: editor, connection: ":1.1", now: 1)
+        declared = false   // the desktop entry no longer lists it
+        #expect(errorKind { _ = try registry.becomeCurrent(a.id, now: 2) } == .notDeclared)
+        #expect(registry.currentID == nil)
+        declared = true
+        #expect(try registry.becomeCurrent(a.id, now: 3) == [.currentChanged(from: nil, to: a.id)])
+    }
+
     @Test func invalidatingTheCurrentActivityClearsCurrent() throws {
         let registry = makeRegistry()
         let (a, _) = try registry.create(type: "\(editor).edit", properties: ActivityPatch(), app: editor, connection: ":1.1", now: 1)

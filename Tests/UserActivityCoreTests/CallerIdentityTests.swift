@@ -21,8 +21,11 @@ private let userSlice = "/user.slice/user-1000.slice/user@1000.service/app.slice
         probe = ProcessIdentityProbe(procRoot: tree.path("proc"), loadKeyFile: glibLoader)
     }
 
-    private func process(_ pid: UInt32, cgroup: String? = nil, flatpakInfo: String? = nil) throws {
-        try tree.makeDirectory("proc/\(pid)/root")
+    private func process(_ pid: UInt32, cgroup: String? = nil, flatpakInfo: String? = nil,
+                         state: Character = "S", startTicks: UInt64 = 0, root: Bool = true) throws {
+        if root { try tree.makeDirectory("proc/\(pid)/root") } else { try tree.makeDirectory("proc/\(pid)") }
+        // Fields 3 (state) and 22 (start time) are the ones read.
+        try tree.write("proc/\(pid)/stat", "\(pid) (fixture (app)) \(state) 1 1 1 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 \(startTicks) 0 0\n")
         if let cgroup { try tree.write("proc/\(pid)/cgroup", cgroup) }
         if let flatpakInfo { try tree.write("proc/\(pid)/root/.flatpak-info", flatpakInfo) }
     }
@@ -59,11 +62,82 @@ private let userSlice = "/user.slice/user-1000.slice/user@1000.service/app.slice
         #expect(identity.appID == nil)
     }
 
-    @Test func unreadableCgroupIsHostWithoutApp() throws {
+    @Test func unreadableCgroupFailsClosed() throws {
+        // Without the cgroup a Snap cannot be told from the host.
         try process(13)
         let identity = probe.identify(pid: 13, catalog: catalog)
-        #expect(identity.confinement == .host)
+        #expect(identity.isConfined)
         #expect(identity.appID == nil)
+    }
+
+    // MARK: Only the process that connected
+
+    private let epiphanyUnit = "0::\(userSlice)app-gnome-org.gnome.Epiphany-1.scope\n"
+
+    @Test func liveHostProcessStartedBeforeItsConnection() throws {
+        try process(20, cgroup: epiphanyUnit, startTicks: 500)
+        for connectedAt: UInt64? in [nil, 500, 499, 10_000] {
+            let identity = probe.identify(pid: 20, catalog: catalog, connectedAtTicks: connectedAt)
+            #expect(identity == ProcessIdentity(confinement: .host, appID: "org.gnome.Epiphany",
+                                                source: "systemd unit app-gnome-org.gnome.Epiphany-1.scope"), "\(String(describing: connectedAt))")
+        }
+    }
+
+    @Test func processStartedAfterItsConnectionAppearedFailsClosed() throws {
+        // Its PID belonged to the process that connected, which has gone.
+        try process(21, cgroup: epiphanyUnit, startTicks: 500)
+        let identity = probe.identify(pid: 21, catalog: catalog, connectedAtTicks: 498)
+        #expect(identity.isConfined)
+        #expect(identity.appID == nil)
+        #expect(identity.source.contains("started after its bus connection appeared"), "\(identity.source)")
+    }
+
+    @Test(arguments: ["Z", "X"] as [Character])
+    func exitedProcessFailsClosed(state: Character) throws {
+        // A zombie's root leads nowhere and its cgroup is "/": it would look like the host.
+        try process(22, cgroup: "0::/\n", state: state)
+        let identity = probe.identify(pid: 22, catalog: catalog)
+        #expect(identity.isConfined)
+        #expect(identity.appID == nil)
+    }
+
+    @Test func missingStatOrRootFailsClosed() throws {
+        try tree.makeDirectory("proc/23/root")
+        try tree.write("proc/23/cgroup", epiphanyUnit)
+        #expect(probe.identify(pid: 23, catalog: catalog).isConfined)
+        try process(24, cgroup: epiphanyUnit, root: false)
+        let identity = probe.identify(pid: 24, catalog: catalog)
+        #expect(identity.isConfined)
+        #expect(identity.appID == nil)
+    }
+
+    @Test func realProcesses() throws {
+        let real = ProcessIdentityProbe(loadKeyFile: glibLoader)
+        let me = try #require(ProcessIdentityProbe.processStatus(processDir: "/proc/self"))
+        #expect(!me.hasExited)
+        #expect(me.startTicks <= ProcessIdentityProbe.ticksSinceBoot())
+        // This test process connected nothing, but it did start before now.
+        if access("/.flatpak-info", F_OK) != 0 {
+            #expect(real.identify(pid: UInt32(getpid()), catalog: catalog, connectedAtTicks: ProcessIdentityProbe.ticksSinceBoot()).confinement == .host)
+        }
+        // A child that has exited and is not reaped yet: a zombie.
+        var child: pid_t = 0
+        var arguments: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/true"), nil]
+        defer { arguments.forEach { free($0) } }
+        #expect(posix_spawn(&child, "/bin/true", nil, nil, &arguments, environ) == 0)
+        defer { var status: Int32 = 0; waitpid(child, &status, 0) }
+        let zombie = waitUntilZombie(child)
+        #expect(zombie, "the child never showed as a zombie")
+        let identity = real.identify(pid: UInt32(child), catalog: catalog)
+        #expect(identity.isConfined && identity.appID == nil, "\(identity)")
+    }
+
+    private func waitUntilZombie(_ pid: pid_t) -> Bool {
+        for _ in 0..<500 {
+            if ProcessIdentityProbe.processStatus(processDir: "/proc/\(pid)")?.hasExited == true { return true }
+            usleep(2_000)
+        }
+        return false
     }
 
     // MARK: Snap

@@ -82,7 +82,7 @@ struct ExampleTests {
         let app = try await client.continueActivity(link, options: .init(targetAppID: "com.example.UserActivityExample", timeout: 20))
         #expect(app == "com.example.UserActivityExample", "\(h.logTail())")
         // What the launched example printed reaches the bus log through the daemon.
-        let performed = await waitUntil(timeout: 5, interval: 0.05) {
+        let performed = waitUntil(timeout: 5, interval: 0.05) {
             h.bus.log.contains("▶ open-document: /home/user/Launched.odt, page 5 (continued")
         }
         #expect(performed, "\(h.logTail())")
@@ -98,7 +98,7 @@ struct ExampleTests {
         // bus is killed: stopping the harness would signal its whole process group.
         client.close()
         kill(h.bus.pid, SIGKILL)
-        let exited = await waitUntil(timeout: 10, interval: 0.05) { !isLiveProcess(launched) }
+        let exited = waitUntil(timeout: 10, interval: 0.05) { !isLiveProcess(launched) }
         if !exited { kill(launched, SIGKILL) }
         #expect(exited, "the launched UserActivityExample (pid \(launched)) outlived the bus")
     }

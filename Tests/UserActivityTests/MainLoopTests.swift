@@ -188,7 +188,7 @@ struct ServiceRestartTests {
         #expect(calls.values.isEmpty)
 
         kill(h.bus.pid, SIGKILL)
-        let called = await waitUntil(timeout: 10, interval: 0.02) { !calls.values.isEmpty }
+        let called = waitUntil(timeout: 10, interval: 0.02) { !calls.values.isEmpty }
         #expect(called, "onDisconnected was not called after the bus was killed")
         try await Task.sleep(nanoseconds: 200_000_000)
         #expect(calls.values == [false], "called \(calls.values.count) times, or on the main thread")

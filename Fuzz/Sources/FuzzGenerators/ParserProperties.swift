@@ -150,8 +150,19 @@ public enum ParserProperties {
         var flatpakName: String?
         var hasInfo = false
         var canonicalInfo = false
+        // /proc/PID/stat: usually a live process started at boot; sometimes
+        // missing, a zombie, or not parseable, each of which must fail closed.
+        let statKind = input.int(0...11)
+        let liveProcess = exists && statKind > 2
         if exists {
             try? fm.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            let fields = " 1 \(pid) \(pid) 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 \(input.int(0...1000)) 0 0\n"
+            switch statKind {
+            case 0: break
+            case 1: _ = fm.createFile(atPath: dir + "/stat", contents: Data("\(pid) (app) Z\(fields)".utf8))
+            case 2: _ = fm.createFile(atPath: dir + "/stat", contents: Data(input.pick(["", "\(pid) (app", "\(pid) (a) S 1 2", "\(pid) (a) S 1 1 1 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 later 0 0\n"]).utf8))
+            default: _ = fm.createFile(atPath: dir + "/stat", contents: Data("\(pid) (\(input.pick(["app", "a) (b", "x y", ""]))) \(input.pick(["S", "R", "D", "t"]))\(fields)".utf8))
+            }
             let (cgroup, _, _) = cgroupText(&input)
             if !input.chance(5) { _ = fm.createFile(atPath: dir + "/cgroup", contents: Data(cgroup.utf8)) }
             switch input.int(0...5) {
@@ -192,13 +203,13 @@ public enum ParserProperties {
         let identity = ProcessIdentityProbe(procRoot: procRoot, loadKeyFile: loadKeyFile).identify(pid: pid, catalog: catalog)
         var violations: [String] = []
         let shape = "pid dir \(exists ? "present" : "missing"), .flatpak-info \(hasInfo ? "present" : "absent")"
-        if !exists && (identity.confinement != .flatpak || identity.appID != nil) {
-            violations.append("a vanished process must be confined with no app, got \(identity)")
+        if !liveProcess && (identity.confinement != .flatpak || identity.appID != nil) {
+            violations.append("a vanished, exited or unreadable process must be confined with no app (stat kind \(statKind)), got \(identity)")
         }
         if hasInfo && identity.confinement != .flatpak {
             violations.append("a process with /.flatpak-info must be a Flatpak (\(shape)), got \(identity)")
         }
-        if canonicalInfo, let flatpakName, identity.appID != flatpakName {
+        if liveProcess, canonicalInfo, let flatpakName, identity.appID != flatpakName {
             violations.append("[Application] name=\(flatpakName) must be the app, got \(identity)")
         }
         if identity.confinement == .host, let app = identity.appID, catalog.app(app) == nil {

@@ -118,6 +118,7 @@ final class InProcessService: @unchecked Sendable {
         let dir = procRoot.appending("\(getpid())")
         try? FileManager.default.removeItem(atPath: dir)
         try FileManager.default.createDirectory(atPath: dir + "/root", withIntermediateDirectories: true)
+        try writeFileAtomically(dir + "/stat", contents: fakeProcessStat(pid: getpid()))
         let slice = "0::/user.slice/user-1000.slice/user@1000.service/app.slice"
         switch process {
         case .host:
