@@ -18,3 +18,7 @@ static inline gulong cglib_signal_connect(gpointer instance, const gchar *signal
                                           GClosureNotify destroy) {
     return g_signal_connect_data(instance, signal, handler, data, destroy, (GConnectFlags)0);
 }
+
+// glibc keeps freed heap pages mapped: malloc_trim gives them back to the
+// system after a large free (Glibc's Swift module does not export it).
+int malloc_trim(size_t pad);

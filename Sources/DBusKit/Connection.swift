@@ -233,7 +233,7 @@ public final class Connection: @unchecked Sendable {
             }
             let reply = Message(takingOwnershipOf: raw)
             if reply.kind == .error {
-                let text = (try? reply.arguments())?.first?.stringValue ?? ""
+                let text = reply.errorText
                 completion.run(.failure(DBusFailure(name: reply.errorName ?? DBusFailure.failed, message: text)))
             } else {
                 completion.run(.success(reply))

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 import CDBus
+#if canImport(Glibc)
+import Glibc
+#endif
 import TypedValues
 
 /// One D-Bus message; owns a libdbus reference and drops it in `deinit`.
@@ -120,6 +123,36 @@ public final class Message: @unchecked Sendable {
     }
 
     // MARK: Body
+
+    /// The text of an error reply: its first argument when that is a string,
+    /// read in place and cut to `maximumErrorTextBytes`. Nothing else in
+    /// the body is decoded, so the file descriptors and the bulk an error
+    /// reply may carry are never duplicated or copied (libdbus closes the
+    /// message's own descriptors when the message is freed).
+    public var errorText: String {
+        var iterator = DBusMessageIter()
+        guard dbus_message_iter_init(pointer, &iterator) != 0,
+              dbus_message_iter_get_arg_type(&iterator) == CDBUS_TYPE_STRING else { return "" }
+        var raw: UnsafePointer<CChar>?
+        dbus_message_iter_get_basic(&iterator, &raw)
+        guard let raw else { return "" }
+        let length = strnlen(raw, Message.maximumErrorTextBytes + 1)
+        let bytes = UnsafeRawBufferPointer(start: raw, count: min(length, Message.maximumErrorTextBytes))
+        return String(decoding: bytes, as: UTF8.self) + (length > Message.maximumErrorTextBytes ? "…" : "")
+    }
+
+    /// How much of an error reply's text is kept (bytes of UTF-8).
+    public static let maximumErrorTextBytes = 4096
+
+    /// Every argument of the body with each Unix file descriptor in it, at
+    /// any depth, closed (and given as -1): for code that takes no descriptor
+    /// from this message. libdbus hands out a `dup()` of each one it reads.
+    public func argumentsClosingFileDescriptors() throws(DBusFailure) -> [TypedValue] {
+        let values = try arguments()
+        guard carriesFileDescriptors else { return values }
+        TypedValue.closeFileDescriptors(in: values)
+        return values.map { $0.replacingFileDescriptors() }
+    }
 
     /// Decodes every argument of the body.
     public func arguments() throws(DBusFailure) -> [TypedValue] {

@@ -94,7 +94,7 @@ final class ReplyTable: @unchecked Sendable {
         let entry = lock.withLock { waiting.removeValue(forKey: serial) }
         guard let entry else { return false }
         if reply.kind == .error {
-            let text = (try? reply.arguments())?.first?.stringValue ?? ""
+            let text = reply.errorText
             entry.completion(.failure(DBusFailure(name: reply.errorName ?? DBusFailure.failed, message: text)))
         } else {
             entry.completion(.success(reply))

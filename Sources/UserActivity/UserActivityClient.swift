@@ -482,12 +482,21 @@ public final class UserActivityClient: @unchecked Sendable {
                   "\(handlerPath) serves only \(Self.handlerInterface)")
             return true
         }
-        let arguments: [TypedValue]
+        var arguments: [TypedValue]
         do {
             arguments = try message.arguments()
         } catch {
             reply(to: message, error: "org.freedesktop.DBus.Error.InvalidArgs", "the arguments could not be read: \(error.message)")
             return true
+        }
+        // libdbus gave us a dup() of every descriptor in the message, however
+        // deep: only a continuation stream's own end is kept, the rest closed now.
+        if message.carriesFileDescriptors {
+            let keepsStream = message.member == "ContinuationStreamOpened" && message.signature == "oh"
+            for index in arguments.indices where !(keepsStream && index == 1) {
+                arguments[index].closeFileDescriptors()
+                arguments[index] = arguments[index].replacingFileDescriptors()
+            }
         }
         // Only the service may hand this app activities and ask for its data.
         verifyCaller(message) { [self] isService in
@@ -599,9 +608,7 @@ public final class UserActivityClient: @unchecked Sendable {
     }
 
     private func closeFileDescriptors(in values: [TypedValue]) {
-        for value in values {
-            if case .unixFD(let fd) = value { _ = Foundation.close(fd) }
-        }
+        TypedValue.closeFileDescriptors(in: values)
     }
 
     /// What the handler object answers to `Introspect`: the documented

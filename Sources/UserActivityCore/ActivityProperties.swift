@@ -24,6 +24,34 @@ public struct ActivityLimits: Sendable {
     /// 64: the bus would disconnect the service for sending one.
     public var maximumNestingDepth = 48
 
+    /// Each required-user-info-keys entry, and how many there may be.
+    public var maximumRequiredUserInfoKeys = 256
+    public var maximumRequiredUserInfoKeyBytes = 1024
+    /// One activity's data in all (``ActivityProperties/dataBytes``): every
+    /// field has its own limit, but together they would allow ~450 KB.
+    public var maximumActivityBytes = 256 * 1024
+
+    // Per-app shares of the session-wide caps. A sandboxed app (Flatpak,
+    // Snap) gets at most its share over any number of connections;
+    // unconfined callers (the shell, the CLI, host apps) are held by the
+    // per-connection limits and the session caps only.
+
+    /// A sandboxed app's live activities, of ``maximumLiveActivities``.
+    public var maximumLiveActivitiesPerApp = 1024
+    /// A sandboxed app's continuations in flight, of ``maximumPendingContinuations``.
+    public var maximumPendingContinuationsPerApp = 128
+
+    /// Bytes of live activity data (``ActivityProperties/dataBytes``) per
+    /// app, whoever created them, and in the session.
+    public var maximumLiveActivityBytesPerApp = 16 * 1024 * 1024
+    public var maximumLiveActivityBytes = 256 * 1024 * 1024
+
+    /// App launches (desktop entries and browsers for webpage-url) per app:
+    /// a token bucket of ``launchBurstPerApp`` refilled at one launch per
+    /// ``launchIntervalMicroseconds``.
+    public var launchBurstPerApp = 10
+    public var launchIntervalMicroseconds: Int64 = 1_000_000
+
     public init() {}
     public static let standard = ActivityLimits()
 }
@@ -123,6 +151,22 @@ public struct ActivityProperties: Sendable, Equatable {
         userInfo.first { $0.key == key }?.value
     }
 
+    /// The size of the activity's data as counted against
+    /// ``ActivityLimits/maximumActivityBytes`` and the per-app memory share:
+    /// bytes of UTF-8 of every text field and list entry, plus the
+    /// marshalled size of user-info and content-attributes.
+    public var dataBytes: Int {
+        var total = title.utf8.count + contentDescription.utf8.count + webpageURL.utf8.count + referrerURL.utf8.count
+            + targetContentIdentifier.utf8.count + persistentIdentifier.utf8.count + suggestedInvocationPhrase.utf8.count
+        for word in keywords { total += word.utf8.count }
+        for key in requiredUserInfoKeys { total += key.utf8.count }
+        if !userInfo.isEmpty { total += TypedValue.stringVariantDictionary(userInfo.map { ($0.key, $0.value) }).marshalledSize }
+        if !contentAttributes.isEmpty {
+            total += TypedValue.stringVariantDictionary(contentAttributes.map { ($0.key, $0.value) }).marshalledSize
+        }
+        return total
+    }
+
     /// Whether a saved copy should be written when it becomes current.
     public var isSaveEligible: Bool { eligibleForSearch || eligibleForPrediction }
 }
@@ -212,6 +256,12 @@ public struct ActivityPatch: Sendable {
             try Self.apply(field, value, to: &result, limits: limits)
         }
         try Self.checkRequiredKeys(result)
+        if !changes.isEmpty {
+            let size = result.dataBytes
+            if size > limits.maximumActivityBytes {
+                throw .limitExceeded("the activity's data are \(size) bytes in all (text fields, keywords and the marshalled user-info and content-attributes); at most \(limits.maximumActivityBytes) are allowed. Keep large data elsewhere and store a reference to it")
+            }
+        }
         return result
     }
 
@@ -294,7 +344,12 @@ public struct ActivityPatch: Sendable {
             p.contentAttributes = try dictionary(value, field, limit: limits.maximumContentAttributesBytes, depthLimit: limits.maximumNestingDepth, tooLarge: .limitExceeded)
         case .requiredUserInfoKeys:
             let keys = value.stringArrayValue ?? []
-            if keys.count > 256 { throw .limitExceeded("required-user-info-keys has \(keys.count) keys; at most 256 are allowed") }
+            if keys.count > limits.maximumRequiredUserInfoKeys {
+                throw .limitExceeded("required-user-info-keys has \(keys.count) keys; at most \(limits.maximumRequiredUserInfoKeys) are allowed")
+            }
+            for key in keys where key.utf8.count > limits.maximumRequiredUserInfoKeyBytes {
+                throw .limitExceeded("a required-user-info-keys entry is \(key.utf8.count) bytes; each may have at most \(limits.maximumRequiredUserInfoKeyBytes) bytes of UTF-8")
+            }
             p.requiredUserInfoKeys = keys
         case .keywords:
             let words = value.stringArrayValue ?? []

@@ -11,6 +11,11 @@ public struct LiveActivity: Sendable {
     public let connection: String
     public internal(set) var properties: ActivityProperties
     public internal(set) var hasExpired = false
+    /// The sandboxed app whose share of the session caps it counts against
+    /// (nil: created by an unconfined caller).
+    public internal(set) var confinedApp: String? = nil
+    /// ``ActivityProperties/dataBytes``, counted against the memory shares.
+    public internal(set) var dataBytes = 0
 
     public func value(of field: ActivityField, isCurrent: Bool) -> TypedValue {
         switch field {
@@ -52,6 +57,10 @@ public final class ActivityRegistry {
     public private(set) var activities: [String: LiveActivity] = [:]
     public private(set) var currentID: String?
     private var countByConnection: [String: Int] = [:]
+    private var countByConfinedApp: [String: Int] = [:]
+    private var bytesByApp: [String: Int] = [:]
+    /// Bytes of live activity data in the session (``ActivityProperties/dataBytes``).
+    public private(set) var totalDataBytes = 0
     private var nextSerial: UInt64 = 1
 
     public init(limits: ActivityLimits = .standard, isDeclared: @escaping (_ app: String, _ type: String) -> Bool) {
@@ -62,6 +71,26 @@ public final class ActivityRegistry {
     public func activity(_ id: String) -> LiveActivity? { activities[id] }
     public var current: LiveActivity? { currentID.flatMap { activities[$0] } }
     public func liveCount(connection: String) -> Int { countByConnection[connection, default: 0] }
+    public func liveCount(confinedApp app: String) -> Int { countByConfinedApp[app, default: 0] }
+    public func dataBytes(app: String) -> Int { bytesByApp[app, default: 0] }
+
+    /// Whether `app` may hold `bytes` more of live activity data (its share and the session's).
+    private func checkMemory(app: String, adding bytes: Int) throws(UserActivityError) {
+        guard bytes > 0 else { return }
+        let held = bytesByApp[app, default: 0]
+        guard held + bytes <= limits.maximumLiveActivityBytesPerApp else {
+            throw .limitExceeded("the live activities of \(app) already hold \(held) bytes of data; with \(bytes) more they would pass the \(limits.maximumLiveActivityBytesPerApp) bytes an app may hold; invalidate activities you no longer need or make them smaller")
+        }
+        guard totalDataBytes + bytes <= limits.maximumLiveActivityBytes else {
+            throw .limitExceeded("the session's live activities already hold \(totalDataBytes) bytes of data, near the \(limits.maximumLiveActivityBytes) allowed; try again later")
+        }
+    }
+
+    private func account(app: String, bytes: Int) {
+        totalDataBytes += bytes
+        let held = bytesByApp[app, default: 0] + bytes
+        bytesByApp[app] = held > 0 ? held : nil
+    }
 
     /// Checks that `app` declares `type`; the message says how to declare it.
     public func requireDeclared(app: String, type: String) throws(UserActivityError) {
@@ -72,8 +101,10 @@ public final class ActivityRegistry {
     }
 
     /// Creates a live activity (not current).
+    /// `confinedApp`: the caller's app when it is sandboxed, whose share of
+    /// the session caps this counts against (nil for an unconfined caller).
     public func create(type: String, properties patch: ActivityPatch, app: String, connection: String,
-                       now: Int64) throws(UserActivityError) -> (LiveActivity, [RegistryEvent]) {
+                       confinedApp: String? = nil, now: Int64) throws(UserActivityError) -> (LiveActivity, [RegistryEvent]) {
         try requireDeclared(app: app, type: type)
         let properties = try patch.applied(to: ActivityProperties(), limits: limits)
         if properties.expirationDate != 0 && properties.expirationDate <= now {
@@ -82,14 +113,23 @@ public final class ActivityRegistry {
         guard liveCount(connection: connection) < limits.maximumLiveActivitiesPerConnection else {
             throw .limitExceeded("this connection already has \(limits.maximumLiveActivitiesPerConnection) live activities, the most allowed; invalidate ones you no longer need")
         }
+        if let confinedApp, liveCount(confinedApp: confinedApp) >= limits.maximumLiveActivitiesPerApp {
+            throw .limitExceeded("the app \(confinedApp) already has \(limits.maximumLiveActivitiesPerApp) live activities over all its connections, the most a sandboxed app may have; invalidate ones you no longer need")
+        }
         guard activities.count < limits.maximumLiveActivities else {
             throw .limitExceeded("the session already has \(limits.maximumLiveActivities) live activities, the most allowed; try again later")
         }
+        let bytes = properties.dataBytes
+        try checkMemory(app: app, adding: bytes)
         let id = String(nextSerial)
         nextSerial += 1
-        let activity = LiveActivity(id: id, activityType: type, appID: app, connection: connection, properties: properties)
+        var activity = LiveActivity(id: id, activityType: type, appID: app, connection: connection, properties: properties)
+        activity.confinedApp = confinedApp
+        activity.dataBytes = bytes
         activities[id] = activity
         countByConnection[connection, default: 0] += 1
+        if let confinedApp { countByConfinedApp[confinedApp, default: 0] += 1 }
+        account(app: app, bytes: bytes)
         trackExpiry(of: id)
         return (activity, [.added(id: id)])
     }
@@ -99,6 +139,10 @@ public final class ActivityRegistry {
         guard var activity = activities[id] else { throw Self.unknownObject(id) }
         let updated = try patch.applied(to: activity.properties, limits: limits)
         let changed = patch.changedFields.filter { activity.properties.value(of: $0) != updated.value(of: $0) }
+        let bytes = patch.isEmpty ? activity.dataBytes : updated.dataBytes
+        try checkMemory(app: activity.appID, adding: bytes - activity.dataBytes)
+        account(app: activity.appID, bytes: bytes - activity.dataBytes)
+        activity.dataBytes = bytes
         activity.properties = updated
         activities[id] = activity
         trackExpiry(of: id)
@@ -148,6 +192,11 @@ public final class ActivityRegistry {
         expiring[id] = nil
         countByConnection[activity.connection, default: 1] -= 1
         if countByConnection[activity.connection] == 0 { countByConnection[activity.connection] = nil }
+        if let app = activity.confinedApp {
+            countByConfinedApp[app, default: 1] -= 1
+            if countByConfinedApp[app] == 0 { countByConfinedApp[app] = nil }
+        }
+        account(app: activity.appID, bytes: -activity.dataBytes)
         var events: [RegistryEvent] = []
         if currentID == id {
             currentID = nil

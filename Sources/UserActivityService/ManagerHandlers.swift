@@ -23,7 +23,9 @@ extension UserActivityService {
             let app = try identity.actingApp(claim: patch.appIDClaim, catalog: catalog)
             let now = configuration.clock()
             let (activity, created) = try registry.create(type: type, properties: patch, app: app,
-                                                          connection: invocation.sender, now: now)
+                                                          connection: invocation.sender,
+                                                          confinedApp: identity.isConfined ? identity.process.appID ?? "" : nil,
+                                                          now: now)
             var events = created
             if becomeCurrent {
                 events += try registry.becomeCurrent(activity.id, now: now)

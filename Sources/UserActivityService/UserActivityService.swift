@@ -46,6 +46,21 @@ public final class UserActivityService {
     let saved: SavedActivities
     /// Continuation: handlers, tokens, continuations in flight (issue 4).
     var continuation: ContinuationService!
+    /// ContinueSavedActivity calls the desktop search objects sent to
+    /// ourselves (by serial), with the caller each counts against.
+    var desktopContinuationCallers: [UInt32: AccountedCaller] = [:]
+    /// App and browser launches per caller (``ActivityLimits/launchBurstPerApp``).
+    lazy var launchBudget = LaunchBudget(burst: registry.limits.launchBurstPerApp,
+                                         intervalMicroseconds: registry.limits.launchIntervalMicroseconds)
+
+    /// Takes one launch from `key`'s budget; the LimitExceeded to answer with when it is spent.
+    func takeLaunch(_ key: String, what: String) -> UserActivityError? {
+        let now = configuration.clock()
+        guard !launchBudget.take(key, now: now) else { return nil }
+        let wait = (launchBudget.wait(key, now: now) + 999) / 1000
+        let limits = registry.limits
+        return UserActivityError(.limitExceeded, "too many launches: the service did not \(what) because this caller already launched \(limits.launchBurstPerApp) apps or browsers in a short time (one more per \(limits.launchIntervalMicroseconds / 1000) ms is allowed); try again in \(wait) ms")
+    }
 
     private var directoryMonitor: DirectoryMonitor?
     private var expiryTimer: GLibSource?
@@ -213,13 +228,21 @@ public final class UserActivityService {
         callers.nameOwnerChanged(name: name, oldOwner: oldOwner, newOwner: newOwner)
         if name.hasPrefix(":") && newOwner.isEmpty {
             continuation.connectionClosed(name)
+            let bytesBefore = registry.totalDataBytes
             let events = registry.connectionClosed(name)
             if !events.isEmpty {
                 log.debug("connection closed; its activities were invalidated", metadata: ["sender": "\(name)"])
                 emit(events)
             }
+            // A large free: give the pages back once the signals that still copy the data are out.
+            if bytesBefore - registry.totalDataBytes >= Self.trimAfterFreedBytes {
+                bus.whenQuiet { Memory.returnFreedMemory() }
+            }
         }
     }
+
+    /// Freed activity data (bytes) after which the heap is trimmed.
+    static let trimAfterFreedBytes = 1024 * 1024
 
     // MARK: Routing
 
@@ -342,6 +365,10 @@ public final class UserActivityService {
                  "\(interfaceName).\(member) takes arguments of type (\(expected)) but was called with (\(actual))", to: message)
             return true
         }
+        if let refusal = sizeRefusal(interfaceName, member, message) {
+            send(error: ErrorNames.name(for: refusal.kind), refusal.message, to: message)
+            return true
+        }
         let arguments: [TypedValue]
         do {
             arguments = try message.arguments()
@@ -354,6 +381,54 @@ public final class UserActivityService {
         route.handler(self, Invocation(message: message, sender: sender, arguments: arguments, activityID: activityID, bus: bus))
         return true
     }
+
+    /// A call carrying activity data bigger than any valid one, refused
+    /// before it is decoded (decoding a 60 MiB user-info would take
+    /// gigabytes and seconds, and every other caller would wait). The sizes
+    /// come from libdbus's iterators without decoding (see
+    /// ``Message/marshalledLengths(ofEntriesIn:)``); the error is the one
+    /// the full validation would give.
+    func sizeRefusal(_ interface: String, _ member: String, _ message: Message) -> UserActivityError? {
+        let limits = registry.limits
+        // The properties argument, the user-info argument, or the value of Properties.Set.
+        var properties: Int?
+        var userInfo: Int?
+        switch (interface, member) {
+        case (Interfaces.managerName, "CreateActivity"), (Interfaces.managerName, "BecomeCurrent"),
+             (Interfaces.managerName, "Donate"), (Interfaces.managerName, "ContinueActivity"):
+            properties = 1
+        case (Interfaces.activityName, "Update"): properties = 0
+        case (Interfaces.activityName, "AddUserInfoEntries"): userInfo = 0
+        case ("org.freedesktop.DBus.Properties", "Set"):
+            guard message.signature == "ssv", let length = message.marshalledLength(ofArgument: 2),
+                  length > limits.maximumActivityBytes else { return nil }
+            return UserActivityError(.limitExceeded, "the value is \(length) bytes; an activity's data may have at most \(limits.maximumActivityBytes) bytes in all")
+        default:
+            return nil
+        }
+        if let userInfo, let length = message.marshalledLength(ofArgument: userInfo), length > limits.maximumUserInfoBytes {
+            return UserActivityError(.userInfoTooLarge, "user-info is \(length) bytes when marshalled, at least; at most \(limits.maximumUserInfoBytes) bytes are allowed. Keep large data elsewhere and store a reference to it")
+        }
+        guard let properties, let total = message.marshalledLength(ofArgument: properties),
+              total > limits.maximumUserInfoBytes else { return nil }
+        // Something in it is big: which field?
+        for (key, length) in message.marshalledLengths(ofEntriesIn: properties) {
+            if key == "user-info", length > limits.maximumUserInfoBytes {
+                return UserActivityError(.userInfoTooLarge, "user-info is \(length) bytes when marshalled, at least; at most \(limits.maximumUserInfoBytes) bytes are allowed. Keep large data elsewhere and store a reference to it")
+            }
+            if length > limits.maximumActivityBytes {
+                return UserActivityError(.limitExceeded, "\(key.prefix(200)) is \(length) bytes; an activity's data may have at most \(limits.maximumActivityBytes) bytes in all")
+            }
+        }
+        // Keys, type signatures and padding add a little to the fields' own sizes.
+        if total > limits.maximumActivityBytes + Self.propertiesOverheadBytes {
+            return UserActivityError(.limitExceeded, "the properties argument is \(total) bytes; an activity's data may have at most \(limits.maximumActivityBytes) bytes in all")
+        }
+        return nil
+    }
+
+    /// What an `a{sv}` of every property adds to the data's own bytes, generously.
+    static let propertiesOverheadBytes = 16 * 1024
 
     func send(error name: String, _ text: String, to message: Message) {
         guard message.expectsReply else { return }
@@ -477,24 +552,6 @@ public final class UserActivityService {
             let now = configuration.clock()
             saved.purgeExpired(now: now)
             emit(registry.expireDue(now: now))
-        }
-    }
-}
-
-extension TypedValue {
-    /// Closes every file descriptor in `values`. libdbus gives whoever reads
-    /// a message a `dup()` of each descriptor in it; the service takes none,
-    /// so it closes them at once (else every call carrying one would leak a
-    /// descriptor until the daemon runs out).
-    static func closeFileDescriptors(in values: [TypedValue]) {
-        for value in values {
-            switch value {
-            case .unixFD(let fd): close(fd)
-            case .variant(let inner): closeFileDescriptors(in: [inner])
-            case .array(_, let elements), .structure(let elements): closeFileDescriptors(in: elements)
-            case .dictionary(_, _, let entries): closeFileDescriptors(in: entries.flatMap { [$0.key, $0.value] })
-            default: break
-            }
         }
     }
 }

@@ -72,7 +72,7 @@ final class ContinuationService {
                     "a sandboxed caller may name only its own app (\(identity.process.appID ?? "none identified")) as the publisher in app-id, not \(publisher); leave app-id out for an activity of unknown origin")
             }
             try payload.checkContinuable(now: now())
-            try start(invocation: invocation, method: "ContinueActivity", payload: payload, originID: nil, options: options)
+            try start(invocation: invocation, method: "ContinueActivity", payload: payload, originID: nil, options: options, identity: identity)
         }
     }
 
@@ -92,7 +92,7 @@ final class ContinuationService {
             let payload = try ContinuationPayload.fromSaved(type: entry.activityType, app: entry.appID,
                                                             stored: entry.record.properties, limits: registry.limits)
             try payload.checkContinuable(now: now())
-            try start(invocation: invocation, method: "ContinueSavedActivity", payload: payload, originID: nil, options: options)
+            try start(invocation: invocation, method: "ContinueSavedActivity", payload: payload, originID: nil, options: options, identity: identity)
         }
     }
 
@@ -118,7 +118,7 @@ final class ContinuationService {
             let options = try ContinuationOptions.parse(optionEntries, method: "Activity.Continue")
             let payload = ContinuationPayload(activityType: activity.activityType, properties: activity.properties,
                                               publisher: activity.appID)
-            try start(invocation: invocation, method: "Activity.Continue", payload: payload, originID: id, options: options)
+            try start(invocation: invocation, method: "Activity.Continue", payload: payload, originID: id, options: options, identity: identity)
         }
     }
 
@@ -157,19 +157,30 @@ final class ContinuationService {
 
     /// Creates and runs a continuation.
     private func start(invocation: Invocation, method: String, payload: ContinuationPayload, originID: String?,
-                       options: ContinuationOptions) throws {
+                       options: ContinuationOptions, identity: ConnectionIdentity) throws {
         // Each continuation holds state, a timer and perhaps a launched app
-        // until it ends (up to its timeout-ms): bounded per caller and in all.
+        // until it ends (up to its timeout-ms): bounded per caller, per
+        // sandboxed app and in all. One the desktop search objects forward
+        // through our own connection counts against the shell or app that
+        // asked them, not against the service's connection.
         let limits = registry.limits
-        let fromCaller = pending.values.lazy.filter { $0.invocation.sender == invocation.sender }.count
+        let accounted = service.desktopContinuationCaller(of: invocation)
+            ?? AccountedCaller(connection: invocation.sender, confinedApp: identity.isConfined ? identity.process.appID ?? "" : nil)
+        let fromCaller = pending.values.lazy.filter { $0.accounted.connection == accounted.connection }.count
         guard fromCaller < limits.maximumPendingContinuationsPerConnection else {
             throw UserActivityError.limitExceeded("this connection already has \(fromCaller) continuations in flight, the most allowed; wait for one to finish")
+        }
+        if let app = accounted.confinedApp {
+            let fromApp = pending.values.lazy.filter { $0.accounted.confinedApp == app }.count
+            guard fromApp < limits.maximumPendingContinuationsPerApp else {
+                throw UserActivityError.limitExceeded("the app \(app) already has \(fromApp) continuations in flight over all its connections, the most a sandboxed app may have; wait for one to finish")
+            }
         }
         guard pending.count < limits.maximumPendingContinuations else {
             throw UserActivityError.limitExceeded("the service already has \(pending.count) continuations in flight, the most allowed; try again later")
         }
         let continuation = PendingContinuation(serial: nextSerial, invocation: invocation, method: method,
-                                               payload: payload, originID: originID, options: options)
+                                               payload: payload, originID: originID, options: options, accounted: accounted)
         nextSerial += 1
         pending[continuation.serial] = continuation
         if let originID, let origin = registry.activity(originID), needsSave.mustRefresh(origin) {

@@ -198,8 +198,12 @@ extension ContinuationService {
     // MARK: (3) Launch, then wait for RegisterHandler
 
     private func launch(_ continuation: PendingContinuation, app: String, desktopFile: String) {
-        continuation.stage = .awaitingHandler
         let alreadyLaunching = awaitingHandler[app] != nil
+        if !alreadyLaunching, let refusal = takeLaunch(continuation, what: "launch \(app)") {
+            finish(continuation, failure: refusal)
+            return
+        }
+        continuation.stage = .awaitingHandler
         awaitingHandler[app, default: []].append(continuation.serial)
         guard !alreadyLaunching else { return }
         let environment = LaunchEnvironment(activationToken: continuation.options.activationToken,
@@ -220,6 +224,10 @@ extension ContinuationService {
     // MARK: The webpage fallback
 
     private func openWebpage(_ continuation: PendingContinuation, url: String) {
+        if let refusal = takeLaunch(continuation, what: "open its webpage-url in a browser") {
+            finish(continuation, failure: refusal)
+            return
+        }
         let environment = LaunchEnvironment(activationToken: continuation.options.activationToken,
                                             desktopStartupID: continuation.options.desktopStartupID)
         do {
@@ -229,5 +237,15 @@ extension ContinuationService {
             finish(continuation, failure: UserActivityError(.noHandler,
                 "no app declares \(continuation.payload.activityType), and its webpage-url could not be opened: \(error.message)"))
         }
+    }
+
+    // MARK: Launch rate
+
+    /// Takes one launch from the budget of whoever asked for the
+    /// continuation (a sandboxed caller's app, else its connection); the
+    /// error to answer with when that budget is spent.
+    private func takeLaunch(_ continuation: PendingContinuation, what: String) -> UserActivityError? {
+        let key = continuation.accounted.confinedApp.map { "app " + $0 } ?? "connection " + continuation.accounted.connection
+        return service.takeLaunch(key, what: what)
     }
 }

@@ -41,9 +41,13 @@ final class PendingContinuation {
     /// Fires at ``deadline``.
     var timer: GLibSource?
 
+    /// Whom it counts against in the continuation limits.
+    let accounted: AccountedCaller
+
     init(serial: UInt64, invocation: Invocation, method: String, payload: ContinuationPayload,
-         originID: String?, options: ContinuationOptions) {
+         originID: String?, options: ContinuationOptions, accounted: AccountedCaller) {
         self.serial = serial
+        self.accounted = accounted
         self.invocation = invocation
         self.method = method
         self.payload = payload
@@ -57,4 +61,11 @@ final class PendingContinuation {
     var summary: String {
         "#\(serial) \(method) \(payload.activityType)\(app.map { " → \($0)" } ?? "")"
     }
+}
+
+/// The caller a continuation counts against: its connection, and its app
+/// when that is sandboxed (nil for an unconfined caller).
+struct AccountedCaller: Equatable {
+    var connection: String
+    var confinedApp: String?
 }

@@ -80,7 +80,11 @@ extension UserActivityService {
     /// delivery, errors and logging exactly as for any other client. The
     /// loop is never blocked; `completion` runs on it with the app that took
     /// the activity or the D-Bus error.
-    func continueSavedForDesktop(_ savedID: String, timestamp: UInt32,
+    ///
+    /// The forwarded call counts against `caller` (the shell or app that
+    /// asked) in the continuation limits, not against our own connection,
+    /// which every desktop search continuation shares.
+    func continueSavedForDesktop(_ savedID: String, timestamp: UInt32, for caller: AccountedCaller,
                                  completion: @escaping (Result<String, DBusFailure>) -> Void) {
         let call = Message.methodCall(destination: bus.uniqueName, path: Interfaces.managerPath,
                                       interface: Interfaces.managerName, member: "ContinueSavedActivity")
@@ -97,7 +101,9 @@ extension UserActivityService {
         }
         // Longer than the continuation's own default timeout (10 s) plus its
         // slack, so the manager's own error (RemoteApplicationTimedOut) wins.
+        var serial: UInt32 = 0
         bus.callAsync(call, timeoutMilliseconds: 25_000) { [weak self] result in
+            if serial != 0 { self?.desktopContinuationCallers[serial] = nil }
             switch result {
             case .success(let reply):
                 let app = (try? reply.arguments())?.first?.stringValue ?? ""
@@ -109,6 +115,15 @@ extension UserActivityService {
                 completion(.failure(failure))
             }
         }
+        // libdbus numbered the call when it queued it; we read it back before the loop does.
+        serial = call.serial
+        if serial != 0 { desktopContinuationCallers[serial] = caller }
+    }
+
+    /// Whom a ContinueSavedActivity we forwarded to ourselves counts against; nil for any other call.
+    func desktopContinuationCaller(of invocation: Invocation) -> AccountedCaller? {
+        guard invocation.sender == bus.uniqueName else { return nil }
+        return desktopContinuationCallers[invocation.message.serial]
     }
 }
 

@@ -60,7 +60,7 @@ extension UserActivityService {
             guard try desktopSearchEntry(id, visibleApp: identity.visibleApp()) != nil else {
                 throw UserActivityError.notFound("no saved activity '\(id.prefix(64))': it was deleted or expired, or it is not visible to this caller")
             }
-            continueSavedForDesktop(id, timestamp: timestamp) { result in
+            continueSavedForDesktop(id, timestamp: timestamp, for: AccountedCaller(connection: invocation.sender, confinedApp: identity.isConfined ? identity.process.appID ?? "" : nil)) { result in
                 switch result {
                 case .success: invocation.reply()
                 case .failure(let failure): invocation.fail(name: failure.name, message: failure.message)

@@ -59,7 +59,7 @@ extension UserActivityService {
             }
             switch action {
             case "":
-                continueSavedForDesktop(id, timestamp: 0) { result in
+                continueSavedForDesktop(id, timestamp: 0, for: AccountedCaller(connection: invocation.sender, confinedApp: identity.isConfined ? identity.process.appID ?? "" : nil)) { result in
                     switch result {
                     case .success: invocation.reply()
                     case .failure(let failure): invocation.fail(name: failure.name, message: failure.message)
@@ -69,6 +69,8 @@ extension UserActivityService {
                 guard !entry.webpageURL.isEmpty else {
                     throw UserActivityError.invalidArgument("the saved activity '\(id.prefix(64))' has no webpage-url to open")
                 }
+                let key = identity.isConfined ? "app " + (identity.process.appID ?? "") : "connection " + invocation.sender
+                if let refusal = takeLaunch(key, what: "open the webpage-url in a browser") { throw refusal }
                 do {
                     let browser = try AppLauncher.open(uri: entry.webpageURL)
                     log.debug("KRunner: opened a saved activity's webpage-url", metadata: ["saved-id": "\(id)", "app": "\(browser)"])
