@@ -40,7 +40,7 @@ final class InProcessService: @unchecked Sendable {
     private let identityLock = NSLock()
 
     init(apps: [FixtureApp] = FixtureApp.standard, limits: ActivityLimits = .standard,
-         stateDirectory: String? = nil) throws {
+         stateDirectory: String? = nil, clock: (@Sendable () -> Int64)? = nil) throws {
         session = try SessionEnvironment(prefix: "uah-")
         for app in apps { try session.writeDesktopEntry(appID: app.id, types: app.types) }
         bus = try PrivateBus(environment: session)
@@ -50,6 +50,7 @@ final class InProcessService: @unchecked Sendable {
             applicationDirectories: [session.dataHome + "/applications"] + session.dataDirs.map { $0 + "/applications" },
             stateDirectory: stateDirectory)
         configuration.limits = limits
+        if let clock { configuration.clock = clock }
         configuration.procRoot = procRoot.path
         try writeIdentity(.host)
 

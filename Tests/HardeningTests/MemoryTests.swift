@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: Apache-2.0
+import DBusKit
+import Foundation
+import TestSupport
+import Testing
+import TypedValues
+import UserActivityCore
+
+/// What a caller can make the daemon hold in memory, measured from outside
+/// (`/proc/<pid>/status`), and how soon an oversized call is refused.
+@Suite("Memory")
+struct MemoryTests {
+    /// `VmRSS` or `VmHWM` of `pid`, in bytes.
+    static func status(_ pid: pid_t, _ field: String) -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return -1 }
+        for line in text.split(separator: "\n") where line.hasPrefix(field + ":") {
+            let digits = line.dropFirst(field.count + 1).filter(\.isNumber)
+            return (Int(digits) ?? -1) * 1024
+        }
+        return -1
+    }
+
+    static func mib(_ bytes: Int) -> String { String(format: "%.1f MiB", Double(bytes) / 1_048_576) }
+
+    /// An activity of (nearly) the largest size allowed: ~246 KiB of data
+    /// in four fields, each under its own limit, all under maximumActivityBytes.
+    static func largestProperties(_ n: Int) -> [(String, TypedValue)] {
+        let limits = ActivityLimits.standard
+        let field = limits.maximumUserInfoBytes - 1024
+        let text = limits.maximumTextBytes - 4 * 1024
+        return [
+            ("user-info", .stringVariantDictionary([("blob", .string(String(repeating: "u", count: field)))])),
+            ("content-attributes", .stringVariantDictionary([("blob", .string(String(repeating: "c", count: field)))])),
+            ("content-description", .string(String(repeating: "d", count: text))),
+            ("target-content-identifier", .string("\(n)-" + String(repeating: "t", count: text))),
+        ]
+    }
+
+    @Test("1,024 activities of the largest size from one app: the app's memory share holds the daemon's RSS within its bound, and RSS comes back when the app leaves")
+    func perAppMemoryShare() throws {
+        let daemon = try ActivatedDaemon()
+        let pid = try daemon.activate()
+        let limits = ActivityLimits.standard
+        // Warm up: whatever the daemon allocates once (catalog, store, signal paths) is there before the baseline.
+        let warm = try daemon.connect()
+        for n in 0..<8 { _ = try warm.create(UA.editType, app: UA.editor, Self.largestProperties(n)) }
+        warm.close()
+        let probe = try daemon.connect()
+        func liveActivities() -> Int {
+            let reply = try? probe.must(UA.managerPath, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
+            guard case .dictionary(_, _, let entries)? = reply?.first else { return -1 }
+            return entries.count
+        }
+        #expect(waitUntil(timeout: 10) { liveActivities() == 0 }, "the warm-up connection's activities end with it")
+        let baseline = Self.status(pid, "VmRSS")
+
+        let app = try daemon.connect()
+        var accepted = 0
+        var refusals: [String: Int] = [:]
+        for n in 0..<1024 {
+            switch app.call(UA.managerPath, UA.manager, "CreateActivity",
+                            [.string(UA.editType), .stringVariantDictionary([("app-id", .string(UA.editor))] + Self.largestProperties(n))]) {
+            case .success: accepted += 1
+            case .failure(let failure): refusals[failure.name, default: 0] += 1
+            }
+        }
+        #expect(probe.ping() != nil)
+        let peak = Self.status(pid, "VmRSS")
+        let dataBytes = ActivityProperties.sized(Self.largestProperties(0)).dataBytes
+        // The documented bound: 4 × the per-app share of data, plus 32 MiB.
+        let bound = 4 * limits.maximumLiveActivityBytesPerApp + 32 * 1024 * 1024
+        print("memory share: \(accepted) of 1024 activities of \(dataBytes) bytes accepted (\(refusals)); daemon RSS \(Self.mib(baseline)) → \(Self.mib(peak)), bound +\(Self.mib(bound))")
+        #expect(accepted > 0 && accepted <= limits.maximumLiveActivityBytesPerApp / dataBytes)
+        #expect(refusals.keys.allSatisfy { $0 == UA.error(.limitExceeded) }, "\(refusals)")
+        #expect(peak - baseline <= bound, "the daemon grew by \(Self.mib(peak - baseline)) for one app; the bound is \(Self.mib(bound))")
+
+        app.close()
+        #expect(waitUntil(timeout: 10) { liveActivities() == 0 })
+        let returned = waitUntil(timeout: 15, interval: 0.2) { Self.status(pid, "VmRSS") <= baseline + 8 * 1024 * 1024 }
+        let after = Self.status(pid, "VmRSS")
+        print("memory share: after the app left, daemon RSS \(Self.mib(after)) (baseline \(Self.mib(baseline)), peak \(Self.mib(peak)))")
+        #expect(returned, "RSS stayed at \(Self.mib(after)) after the app left (baseline \(Self.mib(baseline)), peak \(Self.mib(peak)))")
+        #expect(try daemon.daemonPID() == pid)
+    }
+
+    /// A `CreateActivity` whose user-info holds one `ay` of `mebibytes`,
+    /// sent by a Python (GIO) process: building the message there costs
+    /// no more than the bytes themselves.
+    static let hugeUserInfoScript = """
+    import sys
+    from gi.repository import Gio, GLib
+    size = int(sys.argv[1]) * 1024 * 1024
+    bus = Gio.DBusConnection.new_for_address_sync(sys.argv[2],
+        Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION, None, None)
+    blob = GLib.Variant.new_from_bytes(GLib.VariantType.new('ay'), GLib.Bytes.new(b'\\x00' * size), True)
+    info = GLib.Variant('a{sv}', {'blob': blob})
+    props = GLib.Variant('a{sv}', {'app-id': GLib.Variant('s', 'com.example.Editor'), 'user-info': info})
+    try:
+        bus.call_sync('org.example.UserActivity', '/org/example/UserActivity', 'org.example.UserActivity',
+                      'CreateActivity', GLib.Variant.new_tuple(GLib.Variant('s', 'com.example.Editor.edit-document'), props),
+                      None, Gio.DBusCallFlags.NONE, 120000, None)
+        print('accepted')
+    except GLib.Error as error:
+        print(Gio.DBusError.get_remote_error(error) or error.message)
+        print(error.message)
+    """
+
+    @Test("A 60 MiB user-info is refused with UserInfoTooLarge before it is decoded; another client's Pings are answered meanwhile")
+    func hugeUserInfoRefusedEarly() throws {
+        let mebibytes = Int(ProcessInfo.processInfo.environment["USERACTIVITY_TEST_HUGE_MIB"] ?? "") ?? 60
+        let daemon = try ActivatedDaemon()
+        let pid = try daemon.activate()
+        let other = try daemon.connect()
+        func percentile(_ samples: [Double], _ p: Double) -> Double {
+            let sorted = samples.sorted()
+            return sorted.isEmpty ? .nan : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
+        }
+        var quiet: [Double] = []
+        for _ in 0..<300 { if let rtt = other.ping() { quiet.append(rtt) } }
+        let peakBefore = Self.status(pid, "VmHWM")
+
+        let outcome = Failures()
+        let done = DispatchSemaphore(value: 0)
+        let address = daemon.bus.address
+        let started = Date()
+        Thread.detachNewThread {
+            defer { done.signal() }
+            do {
+                let result = try runCommand("/usr/bin/python3", ["-c", Self.hugeUserInfoScript, "\(mebibytes)", address],
+                                            environment: ["PATH": standardSearchPath], timeout: 120)
+                outcome.add(result.stdout + result.stderr)
+            } catch {
+                outcome.add("could not run python3: \(error)")
+            }
+        }
+        var during: [Double] = []
+        var unanswered = 0
+        while done.wait(timeout: .now() + 0.002) == .timedOut {
+            if let rtt = other.ping(timeoutMilliseconds: 30_000) { during.append(rtt) } else { unanswered += 1 }
+        }
+        let elapsed = seconds(since: started)
+        let peakAfter = Self.status(pid, "VmHWM")
+        let answer = outcome.items.first ?? ""
+        print(String(format: "huge user-info (%d MiB): answered in %.2f s; other client's Ping p50 %.3f ms p99 %.3f ms max %.3f ms over %d pings (quiet baseline p50 %.3f ms p99 %.3f ms); daemon VmHWM %@ → %@",
+                     mebibytes, elapsed, percentile(during, 0.5) * 1000, percentile(during, 0.99) * 1000, (during.max() ?? .nan) * 1000, during.count,
+                     percentile(quiet, 0.5) * 1000, percentile(quiet, 0.99) * 1000, Self.mib(peakBefore), Self.mib(peakAfter)))
+        #expect(answer.hasPrefix(UA.error(.userInfoTooLarge)), "the caller got: \(answer)")
+        #expect(unanswered == 0 && !during.isEmpty, "\(unanswered) Pings of another client went unanswered, \(during.count) answered")
+        // Decoding it into Swift values took gigabytes; refused before decoding, the daemon's peak grows by little more than the message.
+        #expect(peakAfter - peakBefore <= 3 * mebibytes * 1024 * 1024 + 64 * 1024 * 1024,
+                "the daemon's peak RSS grew by \(Self.mib(peakAfter - peakBefore)) for a \(mebibytes) MiB message")
+        #expect(try daemon.daemonPID() == pid)
+    }
+}
+
+extension ActivityProperties {
+    /// The properties `entries` describe, as the registry would hold them.
+    static func sized(_ entries: [(String, TypedValue)]) -> ActivityProperties {
+        (try? ActivityPatch.parse(entries, allowsAppIDClaim: true).applied(to: ActivityProperties(), limits: .standard)) ?? ActivityProperties()
+    }
+}
