@@ -29,13 +29,3 @@ static const dbus_bool_t CDBUS_FALSE = FALSE;
 
 // The introspection DOCTYPE is a string-concatenation macro.
 static const char *const CDBUS_INTROSPECT_DOCTYPE = DBUS_INTROSPECT_1_0_XML_DOCTYPE_DECL_NODE;
-
-// dbus_message_iter_get_array_len is deprecated as a way to count elements;
-// it gives an array's marshalled length in bytes, which is what a size check
-// before decoding needs.
-static inline int cdbus_message_iter_array_byte_length(DBusMessageIter *iter) {
-#pragma clang diagnostic push
-#pragma clang diagnostic ignored "-Wdeprecated-declarations"
-    return dbus_message_iter_get_array_len(iter);
-#pragma clang diagnostic pop
-}

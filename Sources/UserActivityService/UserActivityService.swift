@@ -386,7 +386,7 @@ public final class UserActivityService {
     /// before it is decoded (decoding a 60 MiB user-info would take
     /// gigabytes and seconds, and every other caller would wait). The sizes
     /// come from libdbus's iterators without decoding (see
-    /// ``Message/marshalledLengths(ofEntriesIn:)``); the error is the one
+    /// ``Message/marshalledSizes(ofEntriesIn:upTo:)``); the error is the one
     /// the full validation would give.
     func sizeRefusal(_ interface: String, _ member: String, _ message: Message) -> UserActivityError? {
         let limits = registry.limits
@@ -400,29 +400,30 @@ public final class UserActivityService {
         case (Interfaces.activityName, "Update"): properties = 0
         case (Interfaces.activityName, "AddUserInfoEntries"): userInfo = 0
         case ("org.freedesktop.DBus.Properties", "Set"):
-            guard message.signature == "ssv", let length = message.marshalledLength(ofArgument: 2),
-                  length > limits.maximumActivityBytes else { return nil }
-            return UserActivityError(.limitExceeded, "the value is \(length) bytes; an activity's data may have at most \(limits.maximumActivityBytes) bytes in all")
+            guard message.signature == "ssv", let size = message.marshalledSize(ofArgument: 2, upTo: limits.maximumActivityBytes),
+                  size > limits.maximumActivityBytes else { return nil }
+            return UserActivityError(.limitExceeded, "the value is more than \(limits.maximumActivityBytes) bytes, the most an activity's data may have in all")
         default:
             return nil
         }
-        if let userInfo, let length = message.marshalledLength(ofArgument: userInfo), length > limits.maximumUserInfoBytes {
-            return UserActivityError(.userInfoTooLarge, "user-info is \(length) bytes when marshalled, at least; at most \(limits.maximumUserInfoBytes) bytes are allowed. Keep large data elsewhere and store a reference to it")
+        let userInfoTooLarge = UserActivityError(.userInfoTooLarge, "user-info is more than \(limits.maximumUserInfoBytes) bytes when marshalled, the most allowed. Keep large data elsewhere and store a reference to it")
+        if let userInfo, let size = message.marshalledSize(ofArgument: userInfo, upTo: limits.maximumUserInfoBytes),
+           size > limits.maximumUserInfoBytes {
+            return userInfoTooLarge
         }
-        guard let properties, let total = message.marshalledLength(ofArgument: properties),
-              total > limits.maximumUserInfoBytes else { return nil }
-        // Something in it is big: which field?
-        for (key, length) in message.marshalledLengths(ofEntriesIn: properties) {
-            if key == "user-info", length > limits.maximumUserInfoBytes {
-                return UserActivityError(.userInfoTooLarge, "user-info is \(length) bytes when marshalled, at least; at most \(limits.maximumUserInfoBytes) bytes are allowed. Keep large data elsewhere and store a reference to it")
-            }
-            if length > limits.maximumActivityBytes {
-                return UserActivityError(.limitExceeded, "\(key.prefix(200)) is \(length) bytes; an activity's data may have at most \(limits.maximumActivityBytes) bytes in all")
-            }
-        }
+        guard let properties else { return nil }
         // Keys, type signatures and padding add a little to the fields' own sizes.
-        if total > limits.maximumActivityBytes + Self.propertiesOverheadBytes {
-            return UserActivityError(.limitExceeded, "the properties argument is \(total) bytes; an activity's data may have at most \(limits.maximumActivityBytes) bytes in all")
+        let allowed = limits.maximumActivityBytes + Self.propertiesOverheadBytes
+        var total = 0
+        for (key, size) in message.marshalledSizes(ofEntriesIn: properties, upTo: allowed) {
+            if key == "user-info", size > limits.maximumUserInfoBytes { return userInfoTooLarge }
+            if size > limits.maximumActivityBytes {
+                return UserActivityError(.limitExceeded, "\(key.prefix(200)) is more than \(limits.maximumActivityBytes) bytes, the most an activity's data may have in all")
+            }
+            total += size
+        }
+        if total > allowed {
+            return UserActivityError(.limitExceeded, "the properties argument is more than \(allowed) bytes; an activity's data may have at most \(limits.maximumActivityBytes) bytes in all")
         }
         return nil
     }
