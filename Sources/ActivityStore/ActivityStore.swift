@@ -96,9 +96,10 @@ public final class ActivityStore: Sendable {
         // After a burst of writes the WAL would otherwise keep its peak size on disk.
         try db.execute("PRAGMA journal_size_limit = 4194304")
         try db.execute("PRAGMA foreign_keys = ON")
-        // Overwrite deleted content where it costs no extra I/O: "forget"
-        // should not leave titles readable in free pages.
-        try db.execute("PRAGMA secure_delete = FAST")
+        // Overwrite deleted content, in free pages and overflow pages too:
+        // "forget" must not leave titles readable in the file. (FAST skipped
+        // the overwrite where it cost extra I/O, and left them in free pages.)
+        try db.execute("PRAGMA secure_delete = ON")
     }
 
     // MARK: - Time
@@ -812,6 +813,28 @@ public final class ActivityStore: Sendable {
             db.searchIndexMinimumMerge = postings
             db.searchIndex?.minimumMergeThreshold = postings
         }
+    }
+
+    /// After deleting entries the user asked to forget: moves the WAL's
+    /// content into the database (whose deleted content `secure_delete`
+    /// zeroed) and truncates the WAL to nothing, so that no copy of a
+    /// forgotten entry stays in either file. The search index lives in
+    /// memory and drops deleted entries at once; the file has no full-text
+    /// index (see `Schema.version3`). Returns false when a reader kept part
+    /// of the WAL from being checkpointed.
+    @discardableResult
+    public func scrubDeletedContent() throws -> Bool {
+        try connection.withLock { db throws(StoreError) in
+            try db.withStatement("PRAGMA wal_checkpoint(TRUNCATE)") { statement throws(StoreError) in
+                guard try statement.step() else { return true }
+                return statement.int(0) == 0
+            }
+        }
+    }
+
+    /// Sets `PRAGMA secure_delete` (ON by default; tests compare with FAST).
+    func setSecureDelete(_ mode: String) throws {
+        try connection.withLock { db throws(StoreError) in try db.execute("PRAGMA secure_delete = \(mode)") }
     }
 
     /// Updates the query planner's statistics; worth calling when idle after many writes.

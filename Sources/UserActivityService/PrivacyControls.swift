@@ -84,10 +84,12 @@ final class PrivacyControls {
             for app in updated.blockedApplications where !previous.blockedApplications.contains(app) {
                 let deleted = try store.deleteAll(appID: app)
                 log.info("blocked app: deleted its saved activities", metadata: ["app": "\(app)", "deleted": "\(deleted)"])
+                if deleted > 0 { _ = try? store.scrubDeletedContent() }
             }
             for type in updated.blockedActivityTypes where !previous.blockedActivityTypes.contains(type) {
                 let deleted = try store.deleteAll(activityType: type)
                 log.info("blocked type: deleted its saved activities", metadata: ["type": "\(type)", "deleted": "\(deleted)"])
+                if deleted > 0 { _ = try? store.scrubDeletedContent() }
             }
         } catch {
             log.error("applying privacy settings: \(error)")
@@ -108,6 +110,7 @@ final class PrivacyControls {
         do {
             let deleted = try store.delete(lastUsedFrom: .min, to: cutoff)
             if deleted > 0 { log.info("retention: purged saved activities", metadata: ["deleted": "\(deleted)", "days": "\(settings.retentionDays)"]) }
+            if deleted > 0 { _ = try? store.scrubDeletedContent() }
         } catch {
             log.error("retention purge failed: \(error)")
         }

@@ -72,6 +72,23 @@ final class SavedActivities {
         }
     }
 
+    /// After a forget or delete of `deleted` entries: no copy of them may stay
+    /// in the files (see ``ActivityStore/scrubDeletedContent()``). The
+    /// deletion is committed either way; a failed scrub is logged, and the
+    /// next one (or SQLite's own checkpoint) finishes the job.
+    @discardableResult
+    func scrubbing(_ deleted: Int) -> Int {
+        guard deleted > 0 else { return deleted }
+        do {
+            if try !store.scrubDeletedContent() {
+                log.warning("saved-activity store: a reader kept part of the WAL from being checkpointed after a forget")
+            }
+        } catch {
+            log.warning("saved-activity store: could not checkpoint the WAL after a forget: \(error)")
+        }
+        return deleted
+    }
+
     private func storageFailure(_ what: String, _ error: Error) -> UserActivityError {
         if let error = error as? UserActivityError { return error }
         log.error("saved-activity store: \(what) failed: \(error)")
@@ -150,15 +167,15 @@ final class SavedActivities {
 
     func forget(app: String) throws -> Int {
         writePendingDonations()
-        return try storage("forget the app") { try store.deleteAll(appID: app) }
+        return try scrubbing(try storage("forget the app") { try store.deleteAll(appID: app) })
     }
     func forget(lastUsedFrom from: Int64, to: Int64) throws -> Int {
         writePendingDonations()
-        return try storage("forget the range") { try store.delete(lastUsedFrom: from, to: to) }
+        return try scrubbing(try storage("forget the range") { try store.delete(lastUsedFrom: from, to: to) })
     }
     func forgetAll() throws -> Int {
         writePendingDonations()
-        return try storage("forget everything") { try store.deleteAll() }
+        return try scrubbing(try storage("forget everything") { try store.deleteAll() })
     }
 
     /// The apps a query may see: the caller's own when confined, narrowed by the app-id option.
@@ -214,12 +231,12 @@ final class SavedActivities {
 
     func delete(app: String, persistentIdentifiers: [String]) throws {
         writePendingDonations()
-        try storage("delete") { _ = try store.delete(appID: app, persistentIdentifiers: persistentIdentifiers) }
+        try scrubbing(try storage("delete") { try store.delete(appID: app, persistentIdentifiers: persistentIdentifiers) })
     }
 
     func deleteAll(app: String) throws {
         writePendingDonations()
-        try storage("delete") { _ = try store.deleteAll(appID: app) }
+        try scrubbing(try storage("delete") { try store.deleteAll(appID: app) })
     }
 
     func purgeExpired(now: Int64) {
