@@ -36,7 +36,7 @@ struct MemoryTests {
         ]
     }
 
-    @Test("1,024 activities of the largest size from one app: the app's memory share holds the daemon's RSS within its bound, and RSS comes back when the app leaves")
+    @Test("1,024 activities of the largest size from one app over four connections: the app's memory share holds the daemon's RSS within its bound, and RSS comes back when the app leaves")
     func perAppMemoryShare() throws {
         let daemon = try ActivatedDaemon()
         let pid = try daemon.activate()
@@ -54,11 +54,12 @@ struct MemoryTests {
         #expect(waitUntil(timeout: 10) { liveActivities() == 0 }, "the warm-up connection's activities end with it")
         let baseline = Self.status(pid, "VmRSS")
 
-        let app = try daemon.connect()
+        // One app over four connections (each may hold 256 live activities).
+        let connections = try (0..<4).map { _ in try daemon.connect() }
         var accepted = 0
         var refusals: [String: Int] = [:]
         for n in 0..<1024 {
-            switch app.call(UA.managerPath, UA.manager, "CreateActivity",
+            switch connections[n % 4].call(UA.managerPath, UA.manager, "CreateActivity",
                             [.string(UA.editType), .stringVariantDictionary([("app-id", .string(UA.editor))] + Self.largestProperties(n))]) {
             case .success: accepted += 1
             case .failure(let failure): refusals[failure.name, default: 0] += 1
@@ -74,7 +75,7 @@ struct MemoryTests {
         #expect(refusals.keys.allSatisfy { $0 == UA.error(.limitExceeded) }, "\(refusals)")
         #expect(peak - baseline <= bound, "the daemon grew by \(Self.mib(peak - baseline)) for one app; the bound is \(Self.mib(bound))")
 
-        app.close()
+        for connection in connections { connection.close() }
         #expect(waitUntil(timeout: 10) { liveActivities() == 0 })
         let returned = waitUntil(timeout: 15, interval: 0.2) { Self.status(pid, "VmRSS") <= baseline + 8 * 1024 * 1024 }
         let after = Self.status(pid, "VmRSS")
