@@ -71,6 +71,8 @@ let package = Package(
         .testTarget(name: "ContinuationTests", dependencies: ["TestSupport", "DBusKit", "TypedValues"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport", "DBusKit", "TypedValues"], exclude: ["Expected"]),
         .testTarget(name: "SearchProviderTests", dependencies: ["TestSupport", "DBusKit", "TypedValues"]),
+        // Real sandboxes: bwrap + xdg-dbus-proxy (Flatpak) and snap cgroups, around the built daemon.
+        .testTarget(name: "SandboxTests", dependencies: ["TestSupport"]),
         .testTarget(name: "HardeningTests", dependencies: ["TestSupport", "DBusKit", "TypedValues", "UserActivityCore", "UserActivityService", "UserActivityInterfaces", "GLibSupport", "ActivityStore", "UserActivity"]),
     ],
     swiftLanguageModes: [.v6]
