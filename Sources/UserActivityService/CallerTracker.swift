@@ -75,13 +75,26 @@ final class CallerTracker {
             return
         }
         var pid: UInt32?
-        if case .success(let reply) = result,
-           let credentials = (try? reply.arguments())?.first?.stringVariantEntries {
-            pid = credentials.first { $0.0 == "ProcessID" }?.1.uint32Value
+        var processFD: Int32?
+        var replyValues: [TypedValue] = []
+        if case .success(let reply) = result, let values = try? reply.arguments() {
+            replyValues = values
+            if let credentials = values.first?.stringVariantEntries {
+                pid = credentials.first { $0.0 == "ProcessID" }?.1.uint32Value
+                // Where the bus offers a pidfd, it identifies the process that connected, not whoever has its PID now.
+                if case .unixFD(let fd)? = credentials.first(where: { $0.0 == "ProcessFD" })?.1 { processFD = fd }
+            }
         }
+        // libdbus handed us a dup() of every descriptor in the reply.
+        defer { TypedValue.closeFileDescriptors(in: replyValues) }
         let catalog = catalog()
-        let process = pid.map { probe.identify(pid: $0, catalog: catalog, connectedAtTicks: connectedAt[sender] ?? watchingSince) }
-            ?? ProcessIdentity(confinement: .flatpak, appID: nil, source: "no process ID from the bus; treated as confined with no app")
+        let process: ProcessIdentity
+        if let processFD {
+            process = probe.identify(processFD: processFD, catalog: catalog)
+        } else {
+            process = pid.map { probe.identify(pid: $0, catalog: catalog, connectedAtTicks: connectedAt[sender] ?? watchingSince) }
+                ?? ProcessIdentity(confinement: .flatpak, appID: nil, source: "no process ID from the bus; treated as confined with no app")
+        }
         let owned = ownerOfName.filter { $0.value == sender && catalog.app($0.key) != nil }.map(\.key).sorted()
         identities[sender] = ConnectionIdentity(process: process, ownedAppNames: owned)
         log.debug("caller identified", metadata: [
