@@ -108,7 +108,7 @@ public enum AppLauncher {
         let context = makeContext(environment)
         defer { g_object_unref(UnsafeMutableRawPointer(context)) }
         var error: UnsafeMutablePointer<GError>?
-        guard g_app_info_launch_default_for_uri(uri, context, &error) != 0 else {
+        guard DescriptorLimit.withOriginalLimit({ g_app_info_launch_default_for_uri(uri, context, &error) }) != 0 else {
             throw failure(error, fallback: "no application is set to open \(scheme): URIs (x-scheme-handler/\(scheme) in mimeapps.list)")
         }
         return ""
@@ -154,7 +154,7 @@ public enum AppLauncher {
             g_list_free(list)
         }
         var error: UnsafeMutablePointer<GError>?
-        guard g_app_info_launch_uris(info, list, context, &error) != 0 else {
+        guard DescriptorLimit.withOriginalLimit({ g_app_info_launch_uris(info, list, context, &error) }) != 0 else {
             throw failure(error, fallback: "GIO could not launch \(what)")
         }
     }

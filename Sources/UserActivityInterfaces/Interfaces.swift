@@ -30,11 +30,19 @@ public enum Interfaces {
         Signals a call causes (InterfacesAdded, PropertiesChanged, Continued…) follow its reply within about
         a millisecond, and always come before anything the service sends or answers after them. One
         connection's calls are answered in the order sent (Peer.Ping, answered by libdbus, excepted).
+        Resource limits (LimitExceeded unless named otherwise): an activity's data (text fields, keywords, the
+        marshalled user-info and content-attributes) at most 256 KiB in all; live activities 256 per connection,
+        1024 per sandboxed app over all its connections, 8192 in the session; their data 16 MiB per app and
+        256 MiB in the session; continuations in flight 64 per connection, 128 per sandboxed app, 1024 in the
+        session (desktop-search continuations count against the shell or app that asked); app and browser
+        launches 10 at once per app (per connection for an unconfined caller), then one per second. A call
+        whose activity data are larger than any valid one is refused before it is decoded (UserInfoTooLarge for
+        user-info). Unix file descriptors are never taken from callers or apps: every one received is closed.
         """,
         methods: [
             M(name: "CreateActivity", inputs: [typeArg, propertiesArg],
               outputs: [A("activity", "o", "object path of the new live activity under /org/example/UserActivity/activity/")],
-              doc: "Creates a live activity owned by the caller's connection and app; it is not yet current. It is invalidated when the connection closes. Errors: InvalidArgument, NotDeclared, UnknownApplication, AccessDenied, Expired, UserInfoTooLarge, MissingRequiredUserInfoKeys, LimitExceeded."),
+              doc: "Creates a live activity owned by the caller's connection and app; it is not yet current. It is invalidated when the connection closes. Errors: InvalidArgument, NotDeclared, UnknownApplication, AccessDenied, Expired, UserInfoTooLarge, MissingRequiredUserInfoKeys, LimitExceeded (the per-connection, per-app or session count of live activities, the activity's 256 KiB of data, or the app's 16 MiB of live activity data)."),
             M(name: "BecomeCurrent", inputs: [typeArg, propertiesArg],
               outputs: [A("activity", "o", "object path of the new, current live activity")],
               doc: "CreateActivity and Activity.BecomeCurrent in one call. The activity still ends with the caller's connection: scripts that want something to last use Donate. A search- or prediction-eligible activity is saved before the reply."),
@@ -53,7 +61,7 @@ public enum Interfaces {
               doc: """
               Dispatches an activity that came from outside (a link, another device, a script) to an app of the publisher's team that declares its type; falls back to opening webpage-url with the default https handler (mimeapps.list).
               Candidates, in order: the publisher itself, apps with a registered handler, DBusActivatable apps, the rest; each group by app ID. Delivery: Handler.ContinueActivity on a registered handler; else org.freedesktop.Application.ActivateAction('continue-activity', [<(sa{sv})>], platform_data); else the app is launched from its desktop entry and the activity delivered when it registers a handler.
-              Errors: NoHandler (no candidate and no webpage-url, or the browser could not be opened), RemoteApplicationTimedOut (no answer in time, or the app could not be launched, activated or reached; the app then gets FailedToContinue), ContinuationFailed (the app answered false, or lacks the continue-activity action or the Handler method), the app's own error passed on, Expired, MissingRequiredUserInfoKeys. A confined caller may name only its own app as app-id (AccessDenied).
+              Errors: NoHandler (no candidate and no webpage-url, or the browser could not be opened), RemoteApplicationTimedOut (no answer in time, or the app could not be launched, activated or reached; the app then gets FailedToContinue), ContinuationFailed (the app answered false, or lacks the continue-activity action or the Handler method), the app's own error passed on, Expired, MissingRequiredUserInfoKeys, LimitExceeded (too many continuations in flight for the connection, the sandboxed app or the session, or too many launches: the message says which). A confined caller may name only its own app as app-id (AccessDenied).
               """),
             M(name: "ContinueSavedActivity", inputs: [A("saved_id", "s", "a saved-id from Search, GetSuggestions or Donate"), continueOptionsArg],
               outputs: [A("app_id", "s", "the app that took it")],
@@ -102,14 +110,14 @@ public enum Interfaces {
         case .appID: return "app-id: read-only, the app that owns the activity."
         case .title: return "title: human-readable, shown in search and suggestions; at most 1 KiB."
         case .userInfo: return "user-info: state needed to restore (userInfo); any D-Bus type but h, o and g; values round-trip exactly; at most 64 KiB marshalled and 48 levels of nesting (UserInfoTooLarge), so that every message carrying it stays within D-Bus's 64-level limit."
-        case .requiredUserInfoKeys: return "required-user-info-keys: keys that must be in UserInfo after every write; only these are kept in saved copies."
+        case .requiredUserInfoKeys: return "required-user-info-keys: keys that must be in UserInfo after every write; only these are kept in saved copies; at most 256 keys, each at most 1 KiB."
         case .keywords: return "keywords: search keywords; at most 64, each at most 1 KiB."
-        case .contentDescription: return "content-description: subtitle for search results."
+        case .contentDescription: return "content-description: subtitle for search results; at most 64 KiB."
         case .contentAttributes: return "content-attributes: further search attributes (thumbnail-path, kind, …); at most 64 KiB marshalled."
-        case .webpageURL: return "webpage-url: http: or https: URL; the browser fallback when no app can continue."
-        case .referrerURL: return "referrer-url: an absolute URL (referrerURL)."
-        case .targetContentIdentifier: return "target-content-identifier: which window or scene should show it."
-        case .persistentIdentifier: return "persistent-identifier: stable id of the content; key of saved copies and of deletion."
+        case .webpageURL: return "webpage-url: http: or https: URL; the browser fallback when no app can continue; at most 64 KiB."
+        case .referrerURL: return "referrer-url: an absolute URL (referrerURL); at most 64 KiB."
+        case .targetContentIdentifier: return "target-content-identifier: which window or scene should show it; at most 64 KiB."
+        case .persistentIdentifier: return "persistent-identifier: stable id of the content; key of saved copies and of deletion; at most 1 KiB."
         case .expirationDate: return "expiration-date: Unix time in µs, 0 = never. At that time the activity stops being current and can no longer become current or be continued (Expired)."
         case .eligibleForHandoff: return "eligible-for-handoff: default true; Continue needs it (NotEligible)."
         case .eligibleForSearch: return "eligible-for-search: default false; when current, a saved copy is kept for Search."

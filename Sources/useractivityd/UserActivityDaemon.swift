@@ -56,6 +56,8 @@ enum Daemon {
         guard environment["DBUS_SESSION_BUS_ADDRESS"] != nil || environment["XDG_RUNTIME_DIR"] != nil else {
             throw DaemonError("no session bus: DBUS_SESSION_BUS_ADDRESS is not set. Run inside a desktop session, or start one with `dbus-run-session -- useractivityd`")
         }
+        // Room for descriptors peers send (libdbus drops a connection whose fds it cannot receive).
+        DescriptorLimit.raise()
         let bus: Connection
         do {
             bus = try Connection.session()
