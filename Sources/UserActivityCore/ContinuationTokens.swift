@@ -13,6 +13,9 @@ public struct ContinuationToken: Sendable, Equatable {
     public let receivingApp: String
     /// When it was issued (Unix µs).
     public let issuedAt: Int64
+    /// Whose share of ``ContinuationTokenBook/maximumOutstanding`` it counts
+    /// against (the app or connection that asked for the continuation).
+    public internal(set) var shareKey: String? = nil
 
     /// A token as ``ContinuationTokenBook`` issues it.
     public init(value: String, originActivityID: String, originConnection: String, receivingApp: String, issuedAt: Int64) {
@@ -40,6 +43,10 @@ public final class ContinuationTokenBook {
     /// A bound on outstanding tokens, so that a flood of continuations cannot
     /// grow memory without limit; the oldest token goes first.
     public static let maximumOutstanding = 4096
+    /// One caller's share of them: its own oldest token goes first past this,
+    /// and when the book is full the caller holding the most loses its oldest,
+    /// so a flood of continuations only ever evicts the flooder's tokens.
+    public static let maximumOutstandingPerCaller = 512
 
     private var tokens: [String: ContinuationToken] = [:]
     private let makeValue: () -> String
@@ -63,17 +70,37 @@ public final class ContinuationTokenBook {
     public var count: Int { tokens.count }
 
     /// Issues a token for a continuation of `originActivityID` that went to `receivingApp`.
-    public func issue(originActivityID: String, originConnection: String, receivingApp: String, now: Int64) -> String {
+    ///
+    /// `shareKey`: whose share it counts against (see ``maximumOutstandingPerCaller``).
+    public func issue(originActivityID: String, originConnection: String, receivingApp: String, now: Int64,
+                      shareKey: String? = nil) -> String {
         purgeExpired(now: now)
-        if tokens.count >= Self.maximumOutstanding,
-           let oldest = tokens.values.min(by: { $0.issuedAt < $1.issuedAt }) {
-            tokens[oldest.value] = nil
+        let held = tokens.values.lazy.filter { $0.shareKey == shareKey }.count
+        if shareKey != nil, held >= Self.maximumOutstandingPerCaller {
+            evictOldest(of: shareKey)
+        } else if tokens.count >= Self.maximumOutstanding {
+            var counts: [String?: Int] = [:]
+            for token in tokens.values { counts[token.shareKey, default: 0] += 1 }
+            evictOldest(of: counts.max { $0.value < $1.value }?.key ?? nil)
         }
         var value = makeValue()
         while tokens[value] != nil { value = makeValue() }
-        tokens[value] = ContinuationToken(value: value, originActivityID: originActivityID,
-                                          originConnection: originConnection, receivingApp: receivingApp, issuedAt: now)
+        var token = ContinuationToken(value: value, originActivityID: originActivityID,
+                                      originConnection: originConnection, receivingApp: receivingApp, issuedAt: now)
+        token.shareKey = shareKey
+        tokens[value] = token
         return value
+    }
+
+    private func evictOldest(of shareKey: String?) {
+        if let oldest = tokens.values.filter({ $0.shareKey == shareKey }).min(by: { $0.issuedAt < $1.issuedAt }) {
+            tokens[oldest.value] = nil
+        }
+    }
+
+    /// How many outstanding tokens count against `shareKey`.
+    public func count(shareKey: String?) -> Int {
+        tokens.values.lazy.filter { $0.shareKey == shareKey }.count
     }
 
     /// Redeems a token for a caller; on success the token is used up.

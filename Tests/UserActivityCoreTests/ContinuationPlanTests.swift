@@ -154,6 +154,30 @@ private func kind(_ body: () throws -> Any) -> UserActivityError.Kind? {
         #expect(kind { try redeem(tokens, "token-99", caller: "com.example.B", now: 3) } == .notFound)
     }
 
+    /// A flood of continuations from one caller evicts only its own tokens:
+    /// past its share, and when the book is full.
+    @Test func aFloodEvictsOnlyTheFloodersTokens() throws {
+        let tokens = book()
+        let innocent = (0..<100).map { n in
+            tokens.issue(originActivityID: "1", originConnection: ":1.1", receivingApp: "com.example.B", now: Int64(n), shareKey: "app com.example.Victim")
+        }
+        for n in 0..<(ContinuationTokenBook.maximumOutstandingPerCaller * 3) {
+            _ = tokens.issue(originActivityID: "2", originConnection: ":1.2", receivingApp: "com.example.B", now: 100 + Int64(n), shareKey: "app com.example.Flooder")
+        }
+        #expect(tokens.count(shareKey: "app com.example.Flooder") == ContinuationTokenBook.maximumOutstandingPerCaller)
+        #expect(tokens.count(shareKey: "app com.example.Victim") == 100)
+        // Many callers together fill the book: the one holding the most gives way.
+        for caller in 0..<7 {
+            for n in 0..<ContinuationTokenBook.maximumOutstandingPerCaller {
+                _ = tokens.issue(originActivityID: "3", originConnection: ":1.3", receivingApp: "com.example.B",
+                                 now: 10_000 + Int64(n), shareKey: "connection :1.\(100 + caller)")
+            }
+        }
+        #expect(tokens.count <= ContinuationTokenBook.maximumOutstanding)
+        #expect(tokens.count(shareKey: "app com.example.Victim") == 100, "the victim's tokens survive the flood")
+        _ = try redeem(tokens, innocent[0], caller: "com.example.B", now: 20_000)
+    }
+
     @Test func validForSixtySeconds() throws {
         let tokens = book()
         let a = tokens.issue(originActivityID: "1", originConnection: ":1.1", receivingApp: "com.example.B", now: 1_000)

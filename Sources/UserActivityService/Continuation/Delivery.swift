@@ -89,7 +89,7 @@ extension ContinuationService {
            origin.properties.supportsContinuationStreams, handlers.hasHandler(origin.appID) {
             if let old = continuation.token { tokens.revoke(old) }
             let token = tokens.issue(originActivityID: originID, originConnection: origin.connection,
-                                     receivingApp: app, now: now())
+                                     receivingApp: app, now: now(), shareKey: launchKey(continuation))
             continuation.token = token
             entries.append(("continuation-token", .string(token)))
         }
@@ -245,7 +245,11 @@ extension ContinuationService {
     /// continuation (a sandboxed caller's app, else its connection); the
     /// error to answer with when that budget is spent.
     private func takeLaunch(_ continuation: PendingContinuation, what: String) -> UserActivityError? {
-        let key = continuation.accounted.confinedApp.map { "app " + $0 } ?? "connection " + continuation.accounted.connection
-        return service.takeLaunch(key, what: what)
+        service.takeLaunch(launchKey(continuation), what: what)
+    }
+
+    /// Whose budget a continuation draws on: a sandboxed caller's app, else its connection.
+    private func launchKey(_ continuation: PendingContinuation) -> String {
+        continuation.accounted.confinedApp.map { "app " + $0 } ?? "connection " + continuation.accounted.connection
     }
 }
