@@ -25,6 +25,13 @@ extension Message {
         return Self.measure(&iterator, limit: limit)
     }
 
+    /// The size of the whole body (every argument), measured up to a little past `limit`.
+    public func marshalledBodySize(upTo limit: Int) -> Int {
+        var iterator = DBusMessageIter()
+        guard dbus_message_iter_init(pointer, &iterator) != 0 else { return 0 }
+        return Self.measureSequence(&iterator, limit: limit)
+    }
+
     /// For a top-level `a{sv}` argument `index`: each entry's key and the size
     /// of its value, measured up to a little past `limit`. The walk stops
     /// once the entries measured so far exceed `limit` in all.

@@ -404,7 +404,10 @@ public final class UserActivityService {
                   size > limits.maximumActivityBytes else { return nil }
             return UserActivityError(.limitExceeded, "the value is more than \(limits.maximumActivityBytes) bytes, the most an activity's data may have in all")
         default:
-            return nil
+            // No other call of the service needs more than a few KiB (DeleteSavedActivities lists identifiers).
+            let allowed = member == "DeleteSavedActivities" ? Self.largestIdentifierListBytes : Self.largestOtherCallBytes
+            guard message.marshalledBodySize(upTo: allowed) > allowed else { return nil }
+            return UserActivityError(.limitExceeded, "the arguments of \(member) are more than \(allowed) bytes, more than any valid call takes")
         }
         let userInfoTooLarge = UserActivityError(.userInfoTooLarge, "user-info is more than \(limits.maximumUserInfoBytes) bytes when marshalled, the most allowed. Keep large data elsewhere and store a reference to it")
         if let userInfo, let size = message.marshalledSize(ofArgument: userInfo, upTo: limits.maximumUserInfoBytes),
@@ -427,6 +430,11 @@ public final class UserActivityService {
         }
         return nil
     }
+
+    /// The body of any call other than those with activity data, at most;
+    /// and DeleteSavedActivities's list of persistent identifiers.
+    static let largestOtherCallBytes = 1024 * 1024
+    static let largestIdentifierListBytes = 16 * 1024 * 1024
 
     /// What an `a{sv}` of every property adds to the data's own bytes, generously.
     static let propertiesOverheadBytes = 16 * 1024

@@ -154,6 +154,27 @@ struct MemoryTests {
     }
 }
 
+extension MemoryTests {
+    @Test("Calls bigger than any valid one are refused before decoding: a 2 MiB Search query, a 300 KiB title")
+    func oversizedCallsRefused() throws {
+        let daemon = try ActivatedDaemon()
+        let pid = try daemon.activate()
+        let client = try daemon.connect()
+        let search = client.call(UA.managerPath, UA.manager, "Search", [.string(String(repeating: "q", count: 2 * 1024 * 1024)),
+                                                                        .stringVariantDictionary([])])
+        #expect(search.errorName == UA.error(.limitExceeded), "\(search)")
+        let title = client.call(UA.managerPath, UA.manager, "CreateActivity", [
+            .string(UA.editType), .stringVariantDictionary([("app-id", .string(UA.editor)),
+                                                            ("title", .string(String(repeating: "t", count: 300 * 1024)))]),
+        ])
+        #expect(title.errorName == UA.error(.limitExceeded), "\(title)")
+        // Valid calls at the limits still pass (the measure is a lower bound of the marshalled size).
+        _ = try client.create(UA.editType, app: UA.editor, Self.largestProperties(0))
+        #expect(try client.search("anything").isEmpty)
+        #expect(try daemon.daemonPID() == pid)
+    }
+}
+
 extension ActivityProperties {
     /// The properties `entries` describe, as the registry would hold them.
     static func sized(_ entries: [(String, TypedValue)]) -> ActivityProperties {
