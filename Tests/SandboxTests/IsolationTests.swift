@@ -17,10 +17,29 @@ struct IsolationTests {
         return rest.firstIndex(of: "'").map { String(rest[..<$0]) }
     }
 
-    @Test("a sandboxed app cannot act for, continue into, delete for or enumerate another vendor's app", arguments: [
-        SandboxedApp.BusAccess.userActivity, .directSocket,
-    ])
-    func isolation(access: SandboxedApp.BusAccess) throws {
+    /// How the app under test is confined.
+    enum Confinement: Sendable, CustomStringConvertible {
+        case flatpak(SandboxedApp.BusAccess)
+        case snap
+
+        var appType: String { if case .snap = self { return "org.snapcraft.Snappy.snap" } else { return UA.sandboxedType } }
+        var description: String {
+            switch self {
+            case .flatpak(let access): return "flatpak \(access)"
+            case .snap: return "snap"
+            }
+        }
+    }
+
+    static let confinements: [Confinement] = {
+        var all: [Confinement] = [.flatpak(.userActivity), .flatpak(.directSocket)]
+        if (try? SnapScope.writableHierarchy().get()) != nil { all.append(.snap) }
+        return all
+    }()
+
+    @Test("a sandboxed app cannot act for, continue into, delete for or enumerate another vendor's app",
+          arguments: confinements)
+    func isolation(confinement: Confinement) throws {
         let harness = try SandboxHarness()
         let done = harness.directory.appending("sandbox-done")
         // org.other.Player, unconfined: a live activity and a saved one, kept until the sandbox is done.
@@ -37,13 +56,12 @@ struct IsolationTests {
         let otherPath = try #require(objectPath(in: playerCalls[1].reply), "\(playerCalls)")
         let savedID = try #require(Self.firstString(in: playerCalls[2].reply), "\(playerCalls)")
 
-        let sandbox = try harness.sandbox(UA.sandboxed, access: access)
         let steps: [(SandboxAgent.Step, expected: String?)] = [
             (managerCall("RegisterApplication", "(\(gv(UA.player)),)"), UA.error("AccessDenied")),
             (managerCall("CreateActivity", "(\(gv(UA.playerType)), {'app-id': <\(gv(UA.player))>})"), UA.error("AccessDenied")),
             (managerCall("CreateActivity", "(\(gv(UA.playerType)), @a{sv} {})"), UA.error("NotDeclared")),
             // Its own activity, so that there is something of its own to list.
-            (managerCall("CreateActivity", "(\(gv(UA.sandboxedType)), @a{sv} {})"), nil),
+            (managerCall("CreateActivity", "(\(gv(confinement.appType)), @a{sv} {})"), nil),
             // The other app's live activity: no change, no read, no continuation; not named in errors.
             (activityCall(otherPath, "Update", "({'title': <'hijacked'>},)"), UA.error("AccessDenied")),
             (activityCall(otherPath, "BecomeCurrent"), UA.error("AccessDenied")),
@@ -70,7 +88,19 @@ struct IsolationTests {
             (.call(path: UA.managerPath, interface: "org.freedesktop.DBus.Properties", member: "Get",
                    arguments: "(\(gv(UA.managerInterface)), 'CurrentActivity')"), nil),
         ]
-        let agent = try sandbox.spawnAgent(steps.map(\.0))
+        let agent: SandboxAgent
+        var keepAlive: AnyObject?
+        switch confinement {
+        case .flatpak(let access):
+            let sandbox = try harness.sandbox(UA.sandboxed, access: access)
+            keepAlive = sandbox
+            agent = try sandbox.spawnAgent(steps.map(\.0))
+        case .snap:
+            let scope = try SnapScope(bus: harness.bus, snapName: "snappy")
+            keepAlive = scope
+            agent = try scope.spawnAgent(steps.map(\.0), directory: harness.directory)
+        }
+        defer { withExtendedLifetime(keepAlive) {} }
         let calls = try agent.finish().filter { $0.step == "call" }
         try writeFileAtomically(done, contents: "")
         try #require(calls.count == steps.count, "\(agent.allReports) \(agent.process.stderrText)\n\(harness.logTail())")
