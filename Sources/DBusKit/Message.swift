@@ -77,6 +77,15 @@ public final class Message: @unchecked Sendable {
         return message
     }
 
+    /// A copy of this message (sent or not) addressed to `destination`:
+    /// one signal sent as unicast copies to several connections is built once.
+    public func copy(addressedTo destination: String) -> Message? {
+        guard let raw = dbus_message_copy(pointer) else { return nil }
+        let copy = Message(takingOwnershipOf: raw)
+        guard dbus_message_set_destination(raw, destination) != 0 else { return nil }
+        return copy
+    }
+
     /// An error reply for `call`.
     public static func error(to call: Message, name: String, message: String) -> Message {
         Message(takingOwnershipOf: dbus_message_new_error(call.pointer, name, message))

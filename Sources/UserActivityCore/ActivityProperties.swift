@@ -23,6 +23,11 @@ public struct ActivityLimits: Sendable {
     /// more levels (GetManagedObjects) and D-Bus refuses messages deeper than
     /// 64: the bus would disconnect the service for sending one.
     public var maximumNestingDepth = 48
+    /// Decides whether a `webpage-url` (`webOnly`: an http(s) URL with a
+    /// host) or `referrer-url` (any absolute URL) is well-formed. The service
+    /// puts GLib's parser here (`GLibURI.isValid`: `g_uri_parse`, strict);
+    /// this module has no GLib, so the default is ``URLSyntax``'s own check.
+    public var isValidURL: @Sendable (_ text: String, _ webOnly: Bool) -> Bool = { URLSyntax.isValid($0, webOnly: $1) }
 
     /// Each required-user-info-keys entry, and how many there may be.
     public var maximumRequiredUserInfoKeys = 256
@@ -325,10 +330,11 @@ public struct ActivityPatch: Sendable {
         }
     }
 
-    private static func url(_ value: TypedValue, _ field: ActivityField, webOnly: Bool, limit: Int) throws(UserActivityError) -> String {
+    private static func url(_ value: TypedValue, _ field: ActivityField, webOnly: Bool, limit: Int,
+                            isValidURL: (String, Bool) -> Bool) throws(UserActivityError) -> String {
         let text = try text(value, field, limit: limit)
         guard !text.isEmpty else { return text }
-        guard URLSyntax.isValid(text, webOnly: webOnly) else {
+        guard isValidURL(text, webOnly) else {
             let expected = webOnly ? "an absolute http: or https: URL with a host, such as https://example.com/page" : "an absolute URL such as https://example.com/page"
             throw .invalidArgument("\(field.key!) '\(text.prefix(200))' is not \(expected)")
         }
@@ -361,8 +367,8 @@ public struct ActivityPatch: Sendable {
             }
             p.keywords = words
         case .contentDescription: p.contentDescription = try text(value, field, limit: limits.maximumTextBytes)
-        case .webpageURL: p.webpageURL = try url(value, field, webOnly: true, limit: limits.maximumTextBytes)
-        case .referrerURL: p.referrerURL = try url(value, field, webOnly: false, limit: limits.maximumTextBytes)
+        case .webpageURL: p.webpageURL = try url(value, field, webOnly: true, limit: limits.maximumTextBytes, isValidURL: limits.isValidURL)
+        case .referrerURL: p.referrerURL = try url(value, field, webOnly: false, limit: limits.maximumTextBytes, isValidURL: limits.isValidURL)
         case .targetContentIdentifier: p.targetContentIdentifier = try text(value, field, limit: limits.maximumTextBytes)
         case .persistentIdentifier: p.persistentIdentifier = try text(value, field, limit: limits.maximumTitleBytes)
         case .suggestedInvocationPhrase: p.suggestedInvocationPhrase = try text(value, field, limit: limits.maximumTitleBytes)

@@ -30,7 +30,8 @@ public struct LiveActivity: Sendable {
 /// What changed, for the D-Bus layer to turn into signals and saves.
 public enum RegistryEvent: Sendable, Equatable {
     case added(id: String)
-    case removed(id: String)
+    /// `app` owned it (it is no longer in the registry when this is read).
+    case removed(id: String, app: String)
     case propertiesChanged(id: String, fields: [ActivityField])
     /// The session's current activity changed (nil: none).
     case currentChanged(from: String?, to: String?)
@@ -202,7 +203,7 @@ public final class ActivityRegistry {
             currentID = nil
             events.append(.currentChanged(from: id, to: nil))
         }
-        events.append(.removed(id: id))
+        events.append(.removed(id: id, app: activity.appID))
         return events
     }
 

@@ -133,7 +133,8 @@ public final class ContinuationTokenBook {
             throw .notFound("the continuation token's origin activity was invalidated (or its app quit), so there is nobody to stream with")
         }
         guard callerMayActFor(token.receivingApp) else {
-            throw .accessDenied("this continuation token belongs to the app \(token.receivingApp); only that app may open its stream")
+            // Not named: the caller may be a sandboxed app that must not learn which app continues what.
+            throw .accessDenied("this continuation token was issued to another app; only the app that received the continuation may open its stream")
         }
         tokens[value] = nil
         return token

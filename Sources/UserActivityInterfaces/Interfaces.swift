@@ -27,6 +27,12 @@ public enum Interfaces {
         Who is calling: the app is found from the caller's process (Flatpak, Snap, systemd app unit, an owned
         well-known name that is an installed app ID); an unconfined caller may name its app with app-id or
         RegisterApplication. A confined caller acts, reads and searches only for its own app.
+        Signals are not broadcast: each signal about an activity (InterfacesAdded, InterfacesRemoved, its
+        PropertiesChanged, Continued, and this object's CurrentActivity change) is sent as unicast copies
+        (destination set) to the connections allowed to read it, among those that have called the service:
+        the owning app's connections and every unconfined one. The privacy properties' PropertiesChanged goes
+        to unconfined connections only. To receive signals, call the service first (GetManagedObjects, as
+        GDBusObjectManagerClient does, or Properties.Get); a restarted service knows nobody until called again.
         Signals a call causes (InterfacesAdded, PropertiesChanged, Continued…) follow its reply within about
         a millisecond, and always come before anything the service sends or answers after them. One
         connection's calls are answered in the order sent (Peer.Ping, answered by libdbus, excepted).
@@ -61,7 +67,7 @@ public enum Interfaces {
               doc: """
               Dispatches an activity that came from outside (a link, another device, a script) to an app of the publisher's team that declares its type; falls back to opening webpage-url with the default https handler (mimeapps.list).
               Candidates, in order: the publisher itself, apps with a registered handler, DBusActivatable apps, the rest; each group by app ID. Delivery: Handler.ContinueActivity on a registered handler; else org.freedesktop.Application.ActivateAction('continue-activity', [<(sa{sv})>], platform_data); else the app is launched from its desktop entry and the activity delivered when it registers a handler.
-              Errors: NoHandler (no candidate and no webpage-url, or the browser could not be opened), RemoteApplicationTimedOut (no answer in time, or the app could not be launched, activated or reached; the app then gets FailedToContinue), ContinuationFailed (the app answered false, or lacks the continue-activity action or the Handler method), the app's own error passed on, Expired, MissingRequiredUserInfoKeys, LimitExceeded (too many continuations in flight for the connection, the sandboxed app or the session, or too many launches: the message says which). A confined caller may name only its own app as app-id (AccessDenied).
+              Errors: NoHandler (no candidate and no webpage-url, or the browser could not be opened), RemoteApplicationTimedOut (no answer in time, or the app could not be launched, activated or reached; the app then gets FailedToContinue), ContinuationFailed (the app answered false, or lacks the continue-activity action or the Handler method), the app's own error passed on, Expired, MissingRequiredUserInfoKeys, LimitExceeded (too many continuations in flight for the connection, the sandboxed app or the session, or too many launches: the message says which). A confined caller may name only its own app as app-id (AccessDenied), and is the publisher when it names none: its activity goes only to apps of its own team (NoHandler when none declares the type and there is no webpage-url); a confined caller whose app cannot be identified gets UnknownApplication. Only an unconfined caller may send an activity of unknown origin (app-id left out), which any app declaring the type may receive.
               """),
             M(name: "ContinueSavedActivity", inputs: [A("saved_id", "s", "a saved-id from Search, GetSuggestions or Donate"), continueOptionsArg],
               outputs: [A("app_id", "s", "the app that took it")],
@@ -89,7 +95,7 @@ public enum Interfaces {
         signals: [],
         properties: [
             P(name: "CurrentActivity", signature: "o", isWritable: false,
-              doc: "The session's current activity, / when none; PropertiesChanged is emitted when it changes."),
+              doc: "The session's current activity, / when none; PropertiesChanged is emitted when it changes. A confined caller sees only its own app's activity here (/ while another app's is current), and only such changes reach it."),
             P(name: "Version", signature: "s", isWritable: false, doc: "The service's version."),
             P(name: "Paused", signature: "b", isWritable: true,
               doc: "Privacy control, off the record: while true nothing is saved (Donate returns an empty saved id); becoming current and continuation still work. Kept in $XDG_CONFIG_HOME/useractivity/useractivity.conf, so it survives restarts. Unconfined callers only (AccessDenied otherwise), for reading too."),
@@ -114,8 +120,8 @@ public enum Interfaces {
         case .keywords: return "keywords: search keywords; at most 64, each at most 1 KiB."
         case .contentDescription: return "content-description: subtitle for search results; at most 64 KiB."
         case .contentAttributes: return "content-attributes: further search attributes (thumbnail-path, kind, …); at most 64 KiB marshalled."
-        case .webpageURL: return "webpage-url: http: or https: URL; the browser fallback when no app can continue; at most 64 KiB."
-        case .referrerURL: return "referrer-url: an absolute URL (referrerURL); at most 64 KiB."
+        case .webpageURL: return "webpage-url: http: or https: URL with a host name or IP literal, as GLib's strict RFC 3986 parser (g_uri_parse) reads it, without white space or control characters (InvalidArgument otherwise, e.g. https://\\\\host/ or https:///path); the browser fallback when no app can continue; at most 64 KiB."
+        case .referrerURL: return "referrer-url: an absolute URL as GLib's strict RFC 3986 parser (g_uri_parse) reads it, without white space or control characters (referrerURL); at most 64 KiB."
         case .targetContentIdentifier: return "target-content-identifier: which window or scene should show it; at most 64 KiB."
         case .persistentIdentifier: return "persistent-identifier: stable id of the content; key of saved copies and of deletion; at most 1 KiB."
         case .expirationDate: return "expiration-date: Unix time in µs, 0 = never. At that time the activity stops being current and can no longer become current or be continued (Expired)."
@@ -136,6 +142,7 @@ public enum Interfaces {
         org.example.UserActivity.Activity: one live activity at /org/example/UserActivity/activity/<id>.
         Only the owning app may change, make current, resign or invalidate it (AccessDenied otherwise).
         Writable properties can also be set with org.freedesktop.DBus.Properties.Set; every change emits one PropertiesChanged.
+        Its signals go only to the owning app's connections and to unconfined ones that have called the service (see the manager).
         """,
         methods: [
             M(name: "Update", inputs: [A("properties", "a{sv}", "properties to set, by kebab-case key; all apply or none")], outputs: [],

@@ -14,16 +14,21 @@ extension UserActivityService {
             }
             if let claim {
                 let app = try identity.actingApp(claim: claim, catalog: catalog)
-                guard app == activity.appID else { throw Self.notOwner(activity) }
+                guard app == activity.appID else { throw Self.notOwner(activity, tellingConfined: identity.isConfined) }
             } else if !identity.mayActFor(app: activity.appID) {
-                throw Self.notOwner(activity)
+                throw Self.notOwner(activity, tellingConfined: identity.isConfined)
             }
             try body(activity)
         }
     }
 
-    static func notOwner(_ activity: LiveActivity) -> UserActivityError {
-        .accessDenied("the activity \(activity.activityType) belongs to the app \(activity.appID); only that app may change it")
+    /// A sandboxed caller is not told whose activity it is (nor its type): it
+    /// may not read another app's activities, so the error must not either.
+    static func notOwner(_ activity: LiveActivity, tellingConfined confined: Bool) -> UserActivityError {
+        if confined {
+            return .accessDenied("this activity belongs to another app; a sandboxed app may change only its own app's activities")
+        }
+        return .accessDenied("the activity \(activity.activityType) belongs to the app \(activity.appID); only that app may change it")
     }
 
     /// Applies a patch, saves what must be saved, replies, then emits.
@@ -86,7 +91,7 @@ extension UserActivityService {
                 throw UserActivityError(.unknownObject, "no activity at \(invocation.message.path ?? "?")")
             }
             if let visible = identity.visibleApp(), visible != activity.appID {
-                throw UserActivityError.accessDenied("a sandboxed app may read only its own activities; this one belongs to \(activity.appID)")
+                throw UserActivityError.accessDenied("this activity belongs to another app; a sandboxed app may read only its own app's activities")
             }
             try body(activity)
         }

@@ -15,8 +15,8 @@ final class CallerTracker {
     private var identities: [String: ConnectionIdentity] = [:]
     /// What waits, in arrival order, for a sender's identity.
     private enum Waiter {
-        /// A call's work with the identity.
-        case withIdentity((inout ConnectionIdentity) -> Void)
+        /// A call's work with the identity, and what to do when there is none to be had.
+        case withIdentity((inout ConnectionIdentity) -> Void, failed: (UserActivityError) -> Void)
         /// A call handled only once the calls before it have been: it runs
         /// on its own, since it may ask for the identity in turn.
         case afterwards(() -> Void)
@@ -31,7 +31,13 @@ final class CallerTracker {
     /// Since when every new connection is seen appearing; older ones appeared before.
     private var watchingSince: UInt64?
 
-    init(bus: Connection, probe: ProcessIdentityProbe, catalog: @escaping () -> AppCatalog, log: Logger) {
+    /// Stands in for the bus's answer to `GetConnectionCredentials` when it
+    /// returns a failure (tests: a lookup that fails or times out).
+    private let lookupFault: (@Sendable (_ sender: String) -> DBusFailure?)?
+
+    init(bus: Connection, probe: ProcessIdentityProbe, catalog: @escaping () -> AppCatalog, log: Logger,
+         lookupFault: (@Sendable (String) -> DBusFailure?)? = nil) {
+        self.lookupFault = lookupFault
         self.bus = bus
         self.probe = probe
         self.catalog = catalog
@@ -49,26 +55,69 @@ final class CallerTracker {
         waiting[sender]!.append(.afterwards(work))
     }
 
-    /// Runs `body` with the sender's identity, now when it is known, else once resolved.
-    func withIdentity(of sender: String, _ body: @escaping (inout ConnectionIdentity) -> Void) {
+    /// Runs `body` with the sender's identity, now when it is known, else once
+    /// resolved; `failed` instead when the bus could not tell who it is.
+    func withIdentity(of sender: String, _ body: @escaping (inout ConnectionIdentity) -> Void,
+                      failed: @escaping (UserActivityError) -> Void) {
         if identities[sender] != nil {
-            body(&identities[sender]!)
+            run(body, for: sender)
             return
         }
         if waiting[sender] != nil {
-            waiting[sender]!.append(.withIdentity(body))
+            waiting[sender]!.append(.withIdentity(body, failed: failed))
             return
         }
-        waiting[sender] = [.withIdentity(body)]
+        waiting[sender] = [.withIdentity(body, failed: failed)]
+        lookUp(sender, attempt: 1)
+    }
+
+    /// How often a failed or timed-out `GetConnectionCredentials` is asked
+    /// again before the calls waiting for it fail.
+    static let lookupAttempts = 2
+
+    private func lookUp(_ sender: String, attempt: Int) {
+        if let fault = lookupFault?(sender) {
+            resolved(sender, .failure(fault), attempt: attempt)
+            return
+        }
         let request = Message.methodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
                                          interface: "org.freedesktop.DBus", member: "GetConnectionCredentials")
         try? request.append([.string(sender)])
         bus.callAsync(request, timeoutMilliseconds: 5000) { [weak self] result in
-            self?.resolved(sender, result)
+            self?.resolved(sender, result, attempt: attempt)
         }
     }
 
-    private func resolved(_ sender: String, _ result: Result<Message, DBusFailure>) {
+    /// Runs `body` on a copy of the identity and keeps what it changed: the
+    /// work may read the table meanwhile (the signals' recipients).
+    private func run(_ body: (inout ConnectionIdentity) -> Void, for sender: String) {
+        guard var identity = identities[sender] else { return }
+        body(&identity)
+        if identities[sender] != nil { identities[sender] = identity }
+    }
+
+    private func resolved(_ sender: String, _ result: Result<Message, DBusFailure>, attempt: Int) {
+        if case .failure(let failure) = result, !departedWhileResolving.contains(sender) {
+            // A lookup that failed says nothing about the caller: it is neither
+            // cached nor taken for "confined, no app". Ask once more; then the
+            // waiting calls fail, and the connection's next call asks afresh.
+            log.warning("could not learn who a caller is", metadata: [
+                "sender": "\(sender)", "attempt": "\(attempt)", "error": "\(failure.name): \(failure.message)",
+            ])
+            if attempt < Self.lookupAttempts {
+                lookUp(sender, attempt: attempt + 1)
+                return
+            }
+            let error = UserActivityError.unknownApplication(
+                "the bus did not say which process is calling (GetConnectionCredentials: \(failure.name)), so the caller cannot be identified; nothing was done, try again")
+            for waiter in waiting.removeValue(forKey: sender) ?? [] {
+                switch waiter {
+                case .withIdentity(_, let failed): failed(error)
+                case .afterwards(let work): work()
+                }
+            }
+            return
+        }
         let queued = waiting.removeValue(forKey: sender) ?? []
         if departedWhileResolving.remove(sender) != nil {
             // Nobody is left to answer, and nothing may be created for a closed connection.
@@ -104,7 +153,7 @@ final class CallerTracker {
         for waiter in queued {
             guard identities[sender] != nil else { break }
             switch waiter {
-            case .withIdentity(let body): body(&identities[sender]!)
+            case .withIdentity(let body, _): run(body, for: sender)
             case .afterwards(let work): work()
             }
         }
@@ -146,6 +195,25 @@ final class CallerTracker {
                 ownerOfName[name] = owner
             }
         }
+    }
+
+    /// Who may receive a signal about `app`'s activities: among the
+    /// connections that have called the service (only they are known), the
+    /// app's own and every unconfined one; with `app` nil, unconfined ones only.
+    ///
+    /// A connection still being identified is not among them: the reply it
+    /// waits for is computed afterwards, from the state the signal reported.
+    func readers(of app: String?) -> [String] {
+        var names: [String] = []
+        for (name, identity) in identities where !identity.isConfined || (app != nil && identity.process.appID == app) {
+            names.append(name)
+        }
+        return names
+    }
+
+    /// The confined connections known to act for `app`.
+    func confinedConnections(of app: String) -> [String] {
+        identities.compactMap { $0.value.isConfined && $0.value.process.appID == app ? $0.key : nil }
     }
 
     var cachedCount: Int { identities.count }

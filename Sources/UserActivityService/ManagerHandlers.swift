@@ -133,9 +133,9 @@ extension UserActivityService {
         }
     }
 
-    private func managerProperty(_ name: String) throws -> TypedValue {
+    private func managerProperty(_ name: String, for identity: ConnectionIdentity) throws -> TypedValue {
         switch name {
-        case "CurrentActivity": return currentActivityPath
+        case "CurrentActivity": return currentActivityPath(for: identity)
         case "Version": return .string(configuration.version)
         default:
             if let value = saved.privacy.settings.value(of: name) { return value }
@@ -149,35 +149,32 @@ extension UserActivityService {
         }
     }
 
+    /// Every read goes through the caller's identity: `CurrentActivity`
+    /// depends on it, and a connection that reads a property is one that
+    /// wants the signals (``CallerTracker/readers(of:)`` knows it from then on).
     func managerPropertyGet(_ invocation: Invocation) {
         let interface = invocation.string(0)
         let name = invocation.string(1)
-        guard PrivacySettings.signature(of: name) != nil else {
-            do {
-                try requireManagerInterface(interface)
-                invocation.reply([.variant(try managerProperty(name))])
-            } catch {
-                invocation.fail(error)
+        withCaller(invocation) { [unowned self] identity in
+            if PrivacySettings.signature(of: name) != nil, identity.isConfined {
+                throw UserActivityError.accessDenied(Self.privacyAccessMessage)
             }
-            return
-        }
-        asUnconfined(invocation) { [unowned self] in
             try requireManagerInterface(interface)
-            invocation.reply([.variant(try managerProperty(name))])
+            invocation.reply([.variant(try managerProperty(name, for: identity))])
         }
     }
 
     func managerPropertyGetAll(_ invocation: Invocation) {
         let interface = invocation.string(0)
-        guard interface == Interfaces.managerName || interface.isEmpty else {
-            invocation.reply([.stringVariantDictionary([])])
-            return
-        }
         withCaller(invocation) { [unowned self] identity in
+            guard interface == Interfaces.managerName || interface.isEmpty else {
+                invocation.reply([.stringVariantDictionary([])])
+                return
+            }
             // A sandboxed app sees the public properties only.
             let names = Interfaces.manager.properties.map(\.name)
                 .filter { !identity.isConfined || PrivacySettings.signature(of: $0) == nil }
-            invocation.reply([.stringVariantDictionary(try names.map { ($0, try managerProperty($0)) })])
+            invocation.reply([.stringVariantDictionary(try names.map { ($0, try managerProperty($0, for: identity)) })])
         }
     }
 
@@ -266,10 +263,14 @@ extension UserActivityService {
         invocation.reply([.string(xml)])
     }
 
-    func activityContainerXML() -> String {
+    /// `/org/example/UserActivity/activity`: a node per live activity the
+    /// caller may read (`visibleApp` nil: all; a confined caller only its
+    /// own app's, so it cannot enumerate the others).
+    func activityContainerXML(visibleApp: String?) -> String {
         var xml = StandardInterfacesXML.doctype + "<node>\n"
         xml += StandardInterfacesXML.introspectable + StandardInterfacesXML.peer
-        let ids = registry.activities.keys.sorted { $0.count == $1.count ? $0 < $1 : $0.count < $1.count }
+        let ids = registry.activities.values.filter { visibleApp == nil || $0.appID == visibleApp }.map(\.id)
+            .sorted { $0.count == $1.count ? $0 < $1 : $0.count < $1.count }
         for id in ids { xml += "  <node name=\"\(id)\"/>\n" }
         return xml + "</node>\n"
     }

@@ -21,6 +21,9 @@ public struct ServiceConfiguration: Sendable {
     /// `$XDG_CONFIG_HOME/useractivity` (privacy settings); nil keeps them in memory only.
     public var configDirectory: String?
     public var limits = ActivityLimits.standard
+    /// Tests: when it returns a failure for a sender, that is the bus's answer
+    /// to the identity lookup (`GetConnectionCredentials`) instead of asking.
+    public var identityLookupFault: (@Sendable (_ sender: String) -> DBusFailure?)?
     /// Wall-clock time in Unix microseconds.
     public var clock: @Sendable () -> Int64 = { currentTimeMicroseconds() }
 
@@ -126,6 +129,9 @@ public final class UserActivityService {
     public init(bus: Connection, loop: MainLoop, configuration: ServiceConfiguration, log: Logger) throws {
         self.bus = bus
         self.loop = loop
+        var configuration = configuration
+        // URLs are judged by GLib's RFC 3986 parser, as GIO will open them.
+        configuration.limits.isValidURL = { GLibURI.isValid($0, webOnly: $1) }
         self.configuration = configuration
         self.log = log
         self.catalog = AppCatalog.load(applicationDirectories: configuration.applicationDirectories,
@@ -137,7 +143,7 @@ public final class UserActivityService {
         isDeclared = { [unowned self] app, type in self.catalog.app(app)?.declares(type) ?? false }
         self.callers = CallerTracker(
             bus: bus, probe: ProcessIdentityProbe(procRoot: configuration.procRoot, loadKeyFile: { GLibKeyFile.load(path: $0) }),
-            catalog: { [unowned self] in self.catalog }, log: log)
+            catalog: { [unowned self] in self.catalog }, log: log, lookupFault: configuration.identityLookupFault)
         self.continuation = ContinuationService(service: self)
         // Donations wait for the loop to have read every call queued on the bus, then share one commit;
         // at most a few milliseconds, should other callers keep the bus busy all that time.
@@ -169,8 +175,10 @@ public final class UserActivityService {
             DirectoryMonitor(directories: configuration.applicationDirectories) { [unowned self] in self.reloadCatalog() }
         }
         saved.privacy.onChange = { [unowned self] names in
+            // The privacy controls are the user's: only unconfined connections may read them.
             propertiesChanged(Interfaces.managerPath, Interfaces.managerName,
-                              names.compactMap { name in saved.privacy.settings.value(of: name).map { (name, $0) } })
+                              names.compactMap { name in saved.privacy.settings.value(of: name).map { (name, $0) } },
+                              to: callers.readers(of: nil))
         }
         loop.withThreadDefault { saved.privacy.start(on: loop) }
         saved.purgeExpired(now: configuration.clock())
@@ -336,7 +344,10 @@ public final class UserActivityService {
         } else if path == Interfaces.managerPath + "/activity" {
             if interface == nil || interface == "org.freedesktop.DBus.Introspectable", member == "Introspect" {
                 let invocation = Invocation(message: message, sender: sender, arguments: [], activityID: nil, bus: bus)
-                invocation.reply([.string(activityContainerXML())])
+                // Which nodes are listed depends on who asks.
+                withCaller(invocation) { [unowned self] identity in
+                    invocation.reply([.string(activityContainerXML(visibleApp: identity.visibleApp()))])
+                }
                 return true
             }
             send(error: "org.freedesktop.DBus.Error.UnknownMethod", "\(path) only serves Introspect", to: message)
@@ -446,9 +457,9 @@ public final class UserActivityService {
 
     /// Runs `body` with the caller's identity; errors it throws become the reply.
     func withCaller(_ invocation: Invocation, _ body: @escaping (inout ConnectionIdentity) throws -> Void) {
-        callers.withIdentity(of: invocation.sender) { identity in
+        callers.withIdentity(of: invocation.sender, { identity in
             do { try body(&identity) } catch { invocation.fail(error) }
-        }
+        }, failed: { invocation.fail($0) })
     }
 
     // MARK: Events → signals
@@ -469,36 +480,48 @@ public final class UserActivityService {
     /// Emits the signals for what changed. Called after the reply; the
     /// signals are built and sent once the caller has had time to read it
     /// (``Connection/whenQuiet(_:)``), from what the events saw now.
+    ///
+    /// Every signal about an activity carries its app's data (or, for the
+    /// manager's `CurrentActivity`, names its object), so none is broadcast:
+    /// each goes as unicast copies to the connections allowed to read it
+    /// (``CallerTracker/readers(of:)``), chosen now.
     func emit(_ events: [RegistryEvent]) {
+        // An activity removed in this batch is no longer in the registry.
+        var removedApps: [String: String] = [:]
+        for case .removed(let id, let app) in events { removedApps[id] = app }
+        func app(of id: String) -> String? { registry.activity(id)?.appID ?? removedApps[id] }
         for event in events {
             switch event {
             case .added(let id):
                 guard let activity = registry.activity(id) else { continue }
                 // A copy of the activity as it is now: the signal's 21 properties are only put together later.
                 let isCurrent = registry.currentID == id
-                signal(Interfaces.managerPath, "org.freedesktop.DBus.ObjectManager", "InterfacesAdded") { [
+                signal(Interfaces.managerPath, "org.freedesktop.DBus.ObjectManager", "InterfacesAdded",
+                       to: callers.readers(of: activity.appID)) { [
                     .objectPath(Self.path(of: id)),
                     .dictionary(keyType: "s", valueType: "a{sv}", [
                         .init(key: .string(Interfaces.activityName), value: Self.allProperties(of: activity, isCurrent: isCurrent)),
                     ]),
                 ] }
-            case .removed(let id):
-                signal(Interfaces.managerPath, "org.freedesktop.DBus.ObjectManager", "InterfacesRemoved", [
-                    .objectPath(Self.path(of: id)), .stringArray([Interfaces.activityName]),
-                ])
+            case .removed(let id, let app):
+                signal(Interfaces.managerPath, "org.freedesktop.DBus.ObjectManager", "InterfacesRemoved",
+                       to: callers.readers(of: app), [.objectPath(Self.path(of: id)), .stringArray([Interfaces.activityName])])
             case .propertiesChanged(let id, let fields):
                 guard let activity = registry.activity(id) else { continue }
                 let isCurrent = registry.currentID == id
                 propertiesChanged(Self.path(of: id), Interfaces.activityName,
-                                  fields.map { ($0.propertyName, activity.value(of: $0, isCurrent: isCurrent)) })
+                                  fields.map { ($0.propertyName, activity.value(of: $0, isCurrent: isCurrent)) },
+                                  to: callers.readers(of: activity.appID))
             case .currentChanged(let from, let to):
-                if let from, registry.activity(from) != nil {
-                    propertiesChanged(Self.path(of: from), Interfaces.activityName, [("Current", .boolean(false))])
+                if let from, let activity = registry.activity(from) {
+                    propertiesChanged(Self.path(of: from), Interfaces.activityName, [("Current", .boolean(false))],
+                                      to: callers.readers(of: activity.appID))
                 }
-                if let to, registry.activity(to) != nil {
-                    propertiesChanged(Self.path(of: to), Interfaces.activityName, [("Current", .boolean(true))])
+                if let to, let activity = registry.activity(to) {
+                    propertiesChanged(Self.path(of: to), Interfaces.activityName, [("Current", .boolean(true))],
+                                      to: callers.readers(of: activity.appID))
                 }
-                propertiesChanged(Interfaces.managerPath, Interfaces.managerName, [("CurrentActivity", currentActivityPath)])
+                currentActivityChanged(fromApp: from.flatMap(app(of:)), toApp: to.flatMap(app(of:)), to: to)
             case .saveRequested:
                 break
             }
@@ -506,7 +529,27 @@ public final class UserActivityService {
         rearmExpiryTimer()
     }
 
-    var currentActivityPath: TypedValue { .objectPath(registry.currentID.map(Self.path(of:)) ?? "/") }
+    /// The manager's `CurrentActivity` as `identity` may see it: an
+    /// unconfined caller sees the session's; a confined one only its own
+    /// app's activity, else `/`.
+    func currentActivityPath(for identity: ConnectionIdentity) -> TypedValue {
+        guard let id = registry.currentID else { return .objectPath("/") }
+        if let visible = identity.visibleApp(), registry.activity(id)?.appID != visible { return .objectPath("/") }
+        return .objectPath(Self.path(of: id))
+    }
+
+    /// `CurrentActivity` changed from an activity of `fromApp` to `to` (of
+    /// `toApp`): unconfined connections and `toApp`'s learn the new path;
+    /// `fromApp`'s confined connections, for which it is now `/`, learn that.
+    private func currentActivityChanged(fromApp: String?, toApp: String?, to: String?) {
+        let path: TypedValue = .objectPath(to.map(Self.path(of:)) ?? "/")
+        propertiesChanged(Interfaces.managerPath, Interfaces.managerName, [("CurrentActivity", path)],
+                          to: callers.readers(of: toApp))
+        if let fromApp, fromApp != toApp {
+            propertiesChanged(Interfaces.managerPath, Interfaces.managerName, [("CurrentActivity", .objectPath("/"))],
+                              to: callers.confinedConnections(of: fromApp))
+        }
+    }
 
     func allProperties(of activity: LiveActivity) -> TypedValue {
         Self.allProperties(of: activity, isCurrent: registry.currentID == activity.id)
@@ -522,22 +565,32 @@ public final class UserActivityService {
         return .dictionary(keyType: "s", valueType: "v", entries)
     }
 
-    func propertiesChanged(_ path: String, _ interface: String, _ changed: [(String, TypedValue)]) {
-        signal(path, "org.freedesktop.DBus.Properties", "PropertiesChanged",
+    func propertiesChanged(_ path: String, _ interface: String, _ changed: [(String, TypedValue)], to recipients: [String]) {
+        signal(path, "org.freedesktop.DBus.Properties", "PropertiesChanged", to: recipients,
                [.string(interface), .stringVariantDictionary(changed), .stringArray([])])
     }
 
-    /// Sends a signal once the caller has had time to read its reply (``Connection/whenQuiet(_:)``).
-    func signal(_ path: String, _ interface: String, _ member: String, _ values: [TypedValue]) {
-        signal(path, interface, member) { values }
+    /// Sends a signal to `recipients` once the caller has had time to read its reply (``Connection/whenQuiet(_:)``).
+    func signal(_ path: String, _ interface: String, _ member: String, to recipients: [String], _ values: [TypedValue]) {
+        signal(path, interface, member, to: recipients) { values }
     }
 
-    /// `values` runs later, so it must capture what it needs, not read the registry.
-    private func signal(_ path: String, _ interface: String, _ member: String,
+    /// `values` runs later, so it must capture what it needs, not read the
+    /// registry. The signal is built once and sent as one unicast copy per
+    /// recipient (nothing when there is none).
+    private func signal(_ path: String, _ interface: String, _ member: String, to recipients: [String],
                         _ values: @escaping () -> [TypedValue]) {
+        guard !recipients.isEmpty else { return }
         bus.whenQuiet { [unowned bus, log] in
             do {
-                bus.send(try Message.signal(path: path, interface: interface, member: member, arguments: values()))
+                let message = try Message.signal(path: path, interface: interface, member: member, arguments: values())
+                for recipient in recipients {
+                    guard let copy = message.copy(addressedTo: recipient) else {
+                        log.error("could not address \(interface).\(member) to \(recipient)")
+                        continue
+                    }
+                    bus.send(copy)
+                }
             } catch {
                 log.error("could not emit \(interface).\(member): \(error)")
             }

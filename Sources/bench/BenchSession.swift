@@ -56,7 +56,38 @@ final class BenchSession {
         daemonPID = Int32(bitPattern: pid)
     }
 
+    /// Connections that follow every signal of the service, each read by its own thread.
+    private var subscribers: [(connection: Connection, done: DispatchSemaphore)] = []
+    private let stopping = NSLock()
+    private var isStopping = false
+
+    /// Opens `count` unconfined connections that match all of the service's
+    /// signals and call it once (it sends its signals only to connections
+    /// that have called it), each drained by a thread until ``stop()``.
+    func addSubscribers(_ count: Int) throws {
+        for _ in 0..<count {
+            let subscriber = try Connection.bus(address: bus.address)
+            try subscriber.addMatch("type='signal',sender='\(Service.busName)'")
+            _ = try subscriber.call(message(Service.managerPath, "org.freedesktop.DBus.Properties", "Get",
+                                            [.string(Service.managerInterface), .string("Version")]))
+            let done = DispatchSemaphore(value: 0)
+            subscribers.append((subscriber, done))
+            let box = UncheckedBox((self, subscriber, done))
+            Thread.detachNewThread {
+                let (session, connection, done) = box.value
+                while !session.stopping.withLock({ session.isStopping }) { connection.readWriteDispatch(timeoutMilliseconds: 20) }
+                done.signal()
+            }
+        }
+    }
+
     func stop() {
+        stopping.withLock { isStopping = true }
+        for subscriber in subscribers {
+            subscriber.done.wait()
+            subscriber.connection.close()
+        }
+        subscribers = []
         connection.close()
         bus.stop()
         InterruptCleanup.untrack()
@@ -151,4 +182,10 @@ final class BenchSession {
 struct BenchError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
+}
+
+/// Hands a non-Sendable value to a thread that is its only user from then on.
+private struct UncheckedBox<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
 }

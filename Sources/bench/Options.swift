@@ -46,13 +46,15 @@ struct BenchOptions {
     var insertSamples: Int?
     var zeitgeistBatch = 1000
     var listScenarios = false
+    /// Unconfined connections that follow the service's signals while the scenarios run.
+    var subscribers = 0
     var help = false
 
     static let usage = """
         usage: useractivity-bench [--daemon PATH] [--iterations N] [--warmup N]
                                   [--cpu-samples N] [--no-fence]
                                   [--scenario NAME[,NAME...]]...
-                                  [--json] [--list-scenarios]
+                                  [--json] [--list-scenarios] [--subscribers N]
                useractivity-bench --store [--store-sizes N,N] [--store-samples N]
                useractivity-bench --report|--peers|--zeitgeist [--quick] [--json]
                                   [--libdbus-peer PATH] [--gdbus-peer PATH] …
@@ -101,6 +103,9 @@ struct BenchOptions {
                               --iterations 10000, --pipeline-calls 20000,
                               --insert-samples 1000, --store-samples 300; with --quick
                               2000, 4000, 200 and 60)
+          --subscribers N     N more unconfined connections that called the service once
+                              and follow all its signals (each gets a unicast copy of
+                              every activity signal), to measure what they cost
           --list-scenarios    print the scenario names and exit
           -h, --help          this text
         """
@@ -148,6 +153,8 @@ struct BenchOptions {
                     .split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
             case "--no-fence":
                 options.fence = false
+            case "--subscribers":
+                options.subscribers = try count(value(for: name, inline: inline), for: name, minimum: 0)
             case "--json":
                 options.json = true
             case "--store":

@@ -92,6 +92,7 @@ struct Runner {
 
     private func measure(_ session: BenchSession, daemonPath: String, loadBefore: [Double]) throws -> BenchReport {
         try session.start()
+        try session.addSubscribers(options.subscribers)
         let pid = session.daemonPID
         let rssAfterStart = BenchSession.memory(of: pid)?.rssKiB
         progress("useractivityd is pid \(pid); scenarios: \(scenarios.map(\.name).joined(separator: ", "))")

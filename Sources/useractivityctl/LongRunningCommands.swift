@@ -50,7 +50,9 @@ struct BecomeCurrent: ParsableCommand {
                     return
                 case "NameOwnerChanged" where signal.arguments.count == 3 && signal.arguments[2].stringValue == "":
                     throw CLIError("useractivityd stopped; the activity is gone", exitCode: CLIError.unavailable)
-                case "PropertiesChanged":
+                case "PropertiesChanged" where signal.path == path:
+                    // The service sends its signals to this connection whatever its match rules
+                    // (they are unicast): the other activities' changes come here too.
                     if let changed = signal.arguments.dropFirst().first?.stringVariantEntries,
                        let current = changed.first(where: { $0.0 == "Current" })?.1.boolValue, current != isCurrent {
                         isCurrent = current
@@ -86,6 +88,8 @@ struct Monitor: ParsableCommand {
         Interrupts.install()
         // Start the daemon (D-Bus activation) so that there is something to
         // follow; before subscribing, so that its own start is not an event.
+        // The call also introduces this connection: the daemon sends its
+        // signals only to connections that have called it.
         _ = try client.managerProperty("Version")
         let events = SignalQueue()
         try events.attach(to: client.connection)
@@ -133,6 +137,8 @@ struct Monitor: ParsableCommand {
         case "NameOwnerChanged":
             guard signal.arguments.count == 3 else { return }
             let state = signal.arguments[2].stringValue?.isEmpty == false ? "started" : "stopped"
+            // A new daemon knows nobody yet: introduce this connection again.
+            if state == "started" { _ = try? client.managerProperty("Version") }
             fields = ["event": "daemon", "state": state]
             words = ["daemon", state]
         default:

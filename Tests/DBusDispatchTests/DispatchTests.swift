@@ -137,6 +137,8 @@ private let errorPrefix = "org.example.UserActivity.Error."
         let owner = try harness.client()
         let watcher = try harness.client()
         try watcher.addMatch("type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'")
+        // The service sends its signals only to connections that have called it.
+        _ = try watcher.property(managerPath, managerInterface, "Version")
         let path = try owner.createActivity(editType, [claimEditor, ("title", .string("One"))])
         try owner.callService(on: path, activityInterface, "Update",
                               [.stringVariantDictionary([("title", .string("Two")), ("keywords", .stringArray(["a", "b"]))])])

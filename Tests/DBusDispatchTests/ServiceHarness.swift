@@ -25,8 +25,10 @@ final class ServiceHarness: @unchecked Sendable {
     ///   - confinedAs: when set, every in-process client appears as this Flatpak app.
     ///   - stateDirectory, configDirectory: where saved activities and settings live (nil: memory only).
     ///   - clock: the service's wall clock (Unix µs).
+    ///   - identityLookupFault: the service's ``ServiceConfiguration/identityLookupFault``.
     init(confinedAs flatpakApp: String? = nil, stateDirectory: String? = nil, configDirectory: String? = nil,
-         clock: (@Sendable () -> Int64)? = nil) throws {
+         clock: (@Sendable () -> Int64)? = nil,
+         identityLookupFault: (@Sendable (String) -> DBusFailure?)? = nil) throws {
         session = try SessionEnvironment()
         try session.writeDesktopEntry(appID: Self.editor, types: ["com.example.Editor.edit-document", "com.example.Editor.view"])
         try session.writeDesktopEntry(appID: Self.viewer, types: ["com.example.Viewer.view"])
@@ -46,6 +48,7 @@ final class ServiceHarness: @unchecked Sendable {
             stateDirectory: stateDirectory)
         configuration.configDirectory = configDirectory
         if let clock { configuration.clock = clock }
+        configuration.identityLookupFault = identityLookupFault
         configuration.procRoot = flatpakApp == nil ? "/proc" : procRoot.path
         let address = bus.address
         let loopBox = UncheckedBox(loop)

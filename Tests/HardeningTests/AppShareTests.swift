@@ -98,8 +98,8 @@ struct AppShareTests {
         }
         let refused = launchEditor(app)
         #expect(refused?.name == UA.error(.limitExceeded) && refused?.message.contains("too many launches") == true, "\(String(describing: refused))")
-        // Another sandboxed app, and another app over its own connections, have their own budgets.
-        let other = try harness.client(as: .flatpak(UA.player))
+        // Another sandboxed app (of the editor's team, so it may continue into it) has its own budget.
+        let other = try harness.client(as: .flatpak(UA.viewer))
         #expect(launchEditor(other)?.name != UA.error(.limitExceeded))
         let sameAppAgain = try harness.client(as: .flatpak(UA.sandboxed))
         #expect(launchEditor(sameAppAgain)?.name == UA.error(.limitExceeded), "the budget is the app's, not the connection's")

@@ -26,6 +26,10 @@ final class SignalRecorder: @unchecked Sendable {
         for member in ["PropertiesChanged", "InterfacesAdded", "InterfacesRemoved"] {
             try connection.addMatch("type='signal',sender='\(UA.busName)',member='\(member)'")
         }
+        // The service sends its signals only to connections that have called it.
+        _ = try connection.call(try Message.methodCall(
+            destination: UA.busName, path: UA.managerPath, interface: "org.freedesktop.DBus.Properties", member: "Get",
+            arguments: [.string(UA.manager), .string("Version")]))
         try connection.addFilter { [unowned self] message in
             if message.kind == .signal, let path = message.path, let interface = message.interface, let member = message.member {
                 let signal = Signal(path: path, interface: interface, member: member, arguments: (try? message.arguments()) ?? [])

@@ -36,14 +36,19 @@ final class SandboxHarness: @unchecked Sendable {
         ("org.snapcraft.Snappy", ["org.snapcraft.Snappy.snap"], ["X-SnapInstanceName=snappy"]),
     ]
 
+    /// Created when org.other.Player is launched (its Exec line), i.e. when a
+    /// continuation was on its way to it.
+    var playerLaunchedMarker: String { directory.appending("player-launched") }
+
     init() throws {
         session = try SessionEnvironment()
-        for app in Self.apps {
-            try session.writeDesktopEntry(appID: app.id, types: app.types, extraLines: app.extra)
-        }
-        bus = try PrivateBus(environment: session)
         directory = try TemporaryDirectory(prefix: "uah-", base: TemporaryDirectory.defaultBase(maxLength: 40))
         chmod(directory.path, 0o755)
+        for app in Self.apps {
+            let exec = app.id == UA.player ? "/usr/bin/touch \(directory.appending("player-launched"))" : "/bin/true"
+            try session.writeDesktopEntry(appID: app.id, types: app.types, exec: exec, extraLines: app.extra)
+        }
+        bus = try PrivateBus(environment: session)
         let daemon = try BuiltProducts.useractivityd()
         try bus.installService(name: UA.busName, exec: "\(shellQuote(daemon)) --verbose")
     }

@@ -14,6 +14,8 @@ public final class SandboxAgent: @unchecked Sendable {
     /// One thing the agent does.
     public enum Step: Sendable {
         /// A method call; `arguments` in GVariant text format (`('a', {'k': <'v'>})`), empty for none.
+        /// In `path` and `arguments`, `@LAST@` stands for the last object path a reply returned
+        /// (``lastPath``), so a script can act on the activity it just created.
         case call(path: String, interface: String, member: String, arguments: String = "", destination: String = "org.example.UserActivity")
         /// `org.freedesktop.DBus.AddMatch(rule)`.
         case addMatch(String)
@@ -52,8 +54,12 @@ public final class SandboxAgent: @unchecked Sendable {
         /// The whole line.
         public var line: String
 
-        public var description: String { line }
+        /// The line, cut to 400 characters (an Introspect reply is long).
+        public var description: String { line.count > 400 ? line.prefix(400) + "…" : line }
     }
+
+    /// Stands for the last object path a reply returned, in a later call step.
+    public static let lastPath = "@LAST@"
 
     /// The agent's process.
     public let process: ChildProcess
@@ -213,11 +219,18 @@ public final class SandboxAgent: @unchecked Sendable {
     bus.add_filter(on_message)
     out({"step": "connected", "ok": True, "name": bus.get_unique_name()})
 
+    last_path = ""
+
     def call(destination, path, interface, method, args):
+        global last_path
+        path = path.replace("@LAST@", last_path)
+        args = args.replace("@LAST@", last_path)
         parameters = GLib.Variant.parse(None, args, None, None) if args else None
         try:
             reply = bus.call_sync(destination, path, interface, method, parameters, None,
                                   Gio.DBusCallFlags.NONE, 25000, None)
+            if reply.n_children() > 0 and reply.get_child_value(0).get_type_string() == "o":
+                last_path = reply.get_child_value(0).get_string()
             return {"ok": True, "reply": reply.print_(False)}
         except GLib.Error as error:
             name = Gio.DBusError.get_remote_error(error) or ""

@@ -50,7 +50,7 @@ private let viewer = "com.example.Viewer"
         let registry = makeRegistry()
         let (a, _) = try registry.create(type: "\(editor).edit", properties: ActivityPatch(), app: editor, connection: ":1.1", now: 1)
         _ = try registry.becomeCurrent(a.id, now: 1)
-        #expect(try registry.invalidate(a.id) == [.currentChanged(from: a.id, to: nil), .removed(id: a.id)])
+        #expect(try registry.invalidate(a.id) == [.currentChanged(from: a.id, to: nil), .removed(id: a.id, app: a.appID)])
         #expect(registry.activity(a.id) == nil)
         #expect(throws: UserActivityError.self) { try registry.becomeCurrent(a.id, now: 2) }
     }
@@ -61,7 +61,7 @@ private let viewer = "com.example.Viewer"
         let (b, _) = try registry.create(type: "\(editor).edit", properties: ActivityPatch(), app: editor, connection: ":1.2", now: 1)
         _ = try registry.becomeCurrent(a.id, now: 1)
         let events = registry.connectionClosed(":1.1")
-        #expect(events.contains(.removed(id: a.id)))
+        #expect(events.contains(.removed(id: a.id, app: a.appID)))
         #expect(events.contains(.currentChanged(from: a.id, to: nil)))
         #expect(registry.activity(b.id) != nil)
         #expect(registry.liveCount(connection: ":1.1") == 0)

@@ -89,3 +89,44 @@ struct URLSyntaxTests {
         #expect(!URLSyntax.isValid(url, webOnly: webOnly))
     }
 }
+
+/// The service's URL check: GLib's strict RFC 3986 parser, plus a host-name check.
+@Suite("URLs as GLib's g_uri_parse reads them")
+struct GLibURITests {
+    @Test("Accepted", arguments: [
+        ("https://example.com/page?q=1#top", true), ("HTTP://Example.com", true), ("https://user@host:8080/x", true),
+        ("https://[::1]/", true), ("https://example.com.", true), ("https://my_host.local/", true),
+        ("mailto:someone@example.com", false), ("file:///home/u/doc.odt", false),
+        ("x-app+v1.2:open", false), ("https://例え.jp/", true), ("https://192.0.2.1:8443/a", true),
+    ])
+    func accepted(url: String, webOnly: Bool) {
+        #expect(GLibURI.isValid(url, webOnly: webOnly))
+        if webOnly { #expect(GLibURI.isValid(url, webOnly: false)) }
+    }
+
+    @Test("Refused", arguments: [
+        // A host GLib parses but no resolver would: backslashes, spaces, other punctuation.
+        ("https://\\\\evil/", true), ("https://\\evil/", true), ("https://ev\\il.com/", true), ("http://a%20b/", true),
+        ("https://exa<mple.com/", true), ("https://a..b/", true),
+        // No host at all.
+        ("https://", true), ("https:///path", true), ("https://:443/", true), ("https://user@/path", true),
+        ("https://@/", true), ("https:example.com", true), ("https:/example.com", true),
+        // Not http(s).
+        ("ftp://example.com", true), ("javascript:alert(1)", true), ("file:///etc/passwd", true),
+        // Not a URL, or not absolute.
+        ("example.com", false), ("://x", false), ("1http://x", false), ("//example.com/x", false),
+        ("https:", false), ("mailto:", false), ("https://host:99999/", false),
+        // White space and control characters, which GLib would keep.
+        ("https://exa mple.com", false), ("https://ex\tample.com/", false), ("https://example.com/\u{7F}", false),
+        ("https://example.com/\u{00A0}x", false), ("https://x/\u{2003}", false),
+    ])
+    func refused(url: String, webOnly: Bool) {
+        #expect(!GLibURI.isValid(url, webOnly: webOnly))
+    }
+
+    @Test("The service's limits use it; the core's default stays the built-in check")
+    func limits() {
+        #expect(ActivityLimits().isValidURL("https://\\evil/", true), "the built-in check takes any non-empty host")
+        #expect(!GLibURI.isValid("https://\\evil/", webOnly: true))
+    }
+}

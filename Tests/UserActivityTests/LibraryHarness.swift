@@ -183,6 +183,10 @@ final class SignalRecorder: @unchecked Sendable {
             return false
         }
         for rule in rules { try connection.addMatch(rule) }
+        // The service sends its signals only to connections that have called it.
+        _ = try connection.call(try Message.methodCall(
+            destination: UA.busName, path: UA.managerPath, interface: "org.freedesktop.DBus.Properties", member: "Get",
+            arguments: [.string(UA.managerInterface), .string("Version")]))
         let box = UncheckedSendable(self)
         Thread {
             while !box.value.isStopped { box.value.connection.readWriteDispatch(timeoutMilliseconds: 20) }

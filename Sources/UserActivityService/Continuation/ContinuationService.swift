@@ -28,8 +28,11 @@ import UserActivityCore
 ///   naming the app's error; an app that cannot be started or reached gives
 ///   `RemoteApplicationTimedOut`.
 /// - A webpage-url fallback whose browser cannot be started gives `NoHandler`.
-/// - A confined caller of `ContinueActivity` may name only its own app as
-///   publisher (`AccessDenied`, as for every other `app-id`).
+/// - A confined caller of `ContinueActivity` is the publisher: naming another
+///   app is `AccessDenied` (as for every other `app-id`), naming none means
+///   its own app, so only its own team's apps (or the webpage-url fallback)
+///   receive it, `NoHandler` otherwise. Unknown origin (no publisher, every
+///   declaring app a candidate) is for unconfined callers only.
 final class ContinuationService {
     unowned let service: UserActivityService
     var handlers = ContinuationHandlerTable()
@@ -65,11 +68,21 @@ final class ContinuationService {
         let entries = invocation.entries(1)
         let optionEntries = invocation.entries(2)
         service.withCaller(invocation) { [unowned self] identity in
-            let payload = try ContinuationPayload.fromOutside(type: type, entries: entries, limits: registry.limits)
+            var payload = try ContinuationPayload.fromOutside(type: type, entries: entries, limits: registry.limits)
             let options = try ContinuationOptions.parse(optionEntries, method: "ContinueActivity")
-            if identity.isConfined, let publisher = payload.publisher, publisher != identity.process.appID {
-                throw UserActivityError.accessDenied(
-                    "a sandboxed caller may name only its own app (\(identity.process.appID ?? "none identified")) as the publisher in app-id, not \(publisher); leave app-id out for an activity of unknown origin")
+            if identity.isConfined {
+                // A sandboxed app is the publisher of whatever it sends, named or not: the
+                // team rule then keeps it to its own vendor's apps (it cannot pass an
+                // activity off as one of unknown origin and reach another vendor's app).
+                guard let own = identity.process.appID else {
+                    throw UserActivityError.unknownApplication(
+                        "the calling sandboxed process could not be matched to an installed app (\(identity.process.source)); a sandboxed caller continues activities as its own app, so it must be identified")
+                }
+                if let publisher = payload.publisher, publisher != own {
+                    throw UserActivityError.accessDenied(
+                        "a sandboxed caller may name only its own app (\(own)) as the publisher in app-id, not \(publisher); leave app-id out to publish as \(own)")
+                }
+                payload.publisher = own
             }
             try payload.checkContinuable(now: now())
             try start(invocation: invocation, method: "ContinueActivity", payload: payload, originID: nil, options: options, identity: identity)
@@ -106,7 +119,7 @@ final class ContinuationService {
             // The spec's order: access, expiry, eligibility.
             if identity.isConfined && !identity.mayActFor(app: activity.appID) {
                 throw UserActivityError.accessDenied(
-                    "only the owning app \(activity.appID) or an unconfined caller (the shell, the CLI) may continue this activity")
+                    "this activity belongs to another app; only its owning app or an unconfined caller (the shell, the CLI) may continue it")
             }
             let date = activity.properties.expirationDate
             if activity.hasExpired || (date != 0 && date <= now()) {
@@ -218,8 +231,9 @@ final class ContinuationService {
         // Debug, not info: a line in the journal for every activity the user
         // continues would be a record of what they did (and a write per call).
         log.debug("activity continued", metadata: ["continuation": "\(continuation.summary)", "by": "\(app)"])
-        if let originID = continuation.originID, registry.activity(originID) != nil {
-            service.signal(UserActivityService.path(of: originID), Interfaces.activityName, "Continued", [.string(app)])
+        if let originID = continuation.originID, let origin = registry.activity(originID) {
+            service.signal(UserActivityService.path(of: originID), Interfaces.activityName, "Continued",
+                           to: service.callers.readers(of: origin.appID), [.string(app)])
         }
     }
 

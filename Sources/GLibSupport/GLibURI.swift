@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: Apache-2.0
+import CGLib
+
+/// URLs checked by GLib's RFC 3986 parser (`g_uri_parse`, strict: no
+/// `G_URI_FLAGS_PARSE_RELAXED`), the parser GIO itself opens them with.
+///
+/// GLib accepts some hosts no browser resolves (`https://\\evil/`,
+/// `http://a b/`: it checks the syntax of the parts, not of a host name), so
+/// a web URL's host is also checked: an IP literal, or labels of ASCII
+/// letters, digits, `-` and `_` separated by dots (an internationalised name
+/// comes back from GLib in its `xn--` form).
+public enum GLibURI {
+    /// Whether `text` is an absolute URL; with `webOnly`, an `http:` or
+    /// `https:` URL with a host name. Control characters and white space are
+    /// never allowed (GLib keeps a tab inside a host).
+    public static func isValid(_ text: String, webOnly: Bool) -> Bool {
+        for scalar in text.unicodeScalars where scalar.value <= 0x20 || scalar.value == 0x7F || scalar.properties.isWhitespace {
+            return false
+        }
+        // GLib takes a bare "scheme:" for an absolute URI; nothing could open it.
+        guard let colon = text.utf8.firstIndex(of: UInt8(ascii: ":")), text.utf8.index(after: colon) != text.utf8.endIndex else {
+            return false
+        }
+        guard let uri = g_uri_parse(text, G_URI_FLAGS_NONE, nil) else { return false }
+        defer { g_uri_unref(uri) }
+        guard let schemePointer = g_uri_get_scheme(uri) else { return false }
+        guard webOnly else { return true }
+        let scheme = String(cString: schemePointer).lowercased()
+        guard scheme == "http" || scheme == "https" else { return false }
+        guard let hostPointer = g_uri_get_host(uri) else { return false }
+        return isHostName(String(cString: hostPointer))
+    }
+
+    /// An IPv6 literal (GLib drops the brackets), else dot-separated labels
+    /// of `[A-Za-z0-9_-]`, none empty (one trailing dot allowed).
+    static func isHostName(_ host: String) -> Bool {
+        let bytes = Array(host.utf8)
+        guard !bytes.isEmpty, bytes.count <= 253 + 1 else { return false }
+        if bytes.contains(UInt8(ascii: ":")) {
+            return bytes.allSatisfy { isHexDigit($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") }
+        }
+        var labels = host.split(separator: ".", omittingEmptySubsequences: false)
+        if labels.count > 1, labels.last?.isEmpty == true { labels.removeLast() }
+        return labels.allSatisfy { label in
+            !label.isEmpty && label.utf8.count <= 63 && label.utf8.allSatisfy { byte in
+                (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A)
+                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+            }
+        }
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x66)
+    }
+}

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import TestSupport
+import Testing
+
+/// What a sandboxed app that listens to everything the service sends learns
+/// about other apps' activities: nothing, through signals or replies.
+@Suite("Sandbox signal privacy", .enabled(if: sandboxesAvailable, "bwrap/xdg-dbus-proxy unavailable"))
+struct SignalPrivacyTests {
+    /// The distinctive data one owner gives its activity.
+    struct Secrets {
+        let tag: String
+        var title: String { "LEAK-TITLE-\(tag)" }
+        var newTitle: String { "LEAK-RETITLED-\(tag)" }
+        var userInfo: String { "LEAK-USERINFO-\(tag)" }
+        var addedUserInfo: String { "LEAK-ADDED-\(tag)" }
+        var keyword: String { "LEAK-KEYWORD-\(tag)" }
+        var description: String { "LEAK-DESCRIPTION-\(tag)" }
+        var url: String { "https://leak-\(tag.lowercased()).example/page" }
+        var all: [String] { [title, newTitle, userInfo, addedUserInfo, keyword, description, url] }
+
+        /// Creates, updates, makes current, resigns, makes current again and
+        /// invalidates one activity of `type`; then waits to hear its own
+        /// retitling (its own signals reach it) before it ends.
+        func ownerSteps(type: String, claim: String?) -> [SandboxAgent.Step] {
+            let last = SandboxAgent.lastPath
+            let claimEntry = claim.map { "'app-id': <\(gv($0))>, " } ?? ""
+            return [
+                .addMatch("type='signal',sender='\(UA.busName)'"),
+                .call(path: UA.managerPath, interface: "org.freedesktop.DBus.ObjectManager", member: "GetManagedObjects"),
+                managerCall("CreateActivity", "(\(gv(type)), {\(claimEntry)'title': <\(gv(title))>, 'user-info': <{'k': <\(gv(userInfo))>}>, 'keywords': <[\(gv(keyword))]>, 'content-description': <\(gv(description))>, 'webpage-url': <\(gv(url))>})"),
+                activityCall(last, "Update", "({'title': <\(gv(newTitle))>, 'keywords': <[\(gv(keyword)), 'x']>},)"),
+                activityCall(last, "AddUserInfoEntries", "({'more': <\(gv(addedUserInfo))>},)"),
+                activityCall(last, "BecomeCurrent"),
+                activityCall(last, "ResignCurrent"),
+                activityCall(last, "BecomeCurrent"),
+                .call(path: last, interface: "org.freedesktop.DBus.Properties", member: "GetAll", arguments: "(\(gv(UA.activityInterface)),)"),
+                .waitForReceived(addedUserInfo),
+                .say("CREATED"),
+                activityCall(last, "Invalidate"),
+                .say("OWNER-DONE"),
+            ]
+        }
+    }
+
+    static let ownSentinel = "SANDBOX-OWN-SENTINEL"
+
+    @Test("a sandboxed subscriber receives nothing of other apps' activities", arguments: [
+        SandboxedApp.BusAccess.userActivity,
+        .call(["\(UA.busName)=*@/org/example/UserActivity", "\(UA.busName)=*@/org/example/UserActivity/*"]),
+        .directSocket,
+    ])
+    func subscriberLearnsNothing(access: SandboxedApp.BusAccess) throws {
+        let harness = try SandboxHarness()
+        let subscriberSandbox = try harness.sandbox(UA.sandboxed, access: access)
+        let notesSandbox = try harness.sandbox(UA.notes)
+        let go = subscriberSandbox.directory.appending("go")
+
+        // An unconfined watcher that introduced itself (as the shell or useractivity-handoffd would).
+        let host = Secrets(tag: "HOST")
+        let confined = Secrets(tag: "NOTES")
+        let watcher = try harness.host([
+            .addMatch("type='signal',sender='\(UA.busName)'"),
+            .call(path: UA.managerPath, interface: "org.freedesktop.DBus.ObjectManager", member: "GetManagedObjects"),
+            .say("READY"),
+            .waitForReceived(host.addedUserInfo), .waitForReceived(confined.addedUserInfo),
+        ])
+        let last = SandboxAgent.lastPath
+        let subscriber = try subscriberSandbox.spawnAgent([
+            .addMatch("type='signal',sender='\(UA.busName)'"),
+            .addMatch("type='signal',path_namespace='/org/example/UserActivity'"),
+            .addMatch("type='signal'"),
+            .call(path: UA.managerPath, interface: "org.freedesktop.DBus.ObjectManager", member: "GetManagedObjects"),
+            .say("READY"),
+            .waitForFile(go),
+            // Everything the others caused was sent before this call is handled, and arrives before its signals.
+            managerCall("CreateActivity", "(\(gv(UA.sandboxedType)), {'title': <\(gv(Self.ownSentinel))>})"),
+            .waitForReceived(Self.ownSentinel),
+            .call(path: UA.managerPath, interface: "org.freedesktop.DBus.ObjectManager", member: "GetManagedObjects"),
+            .call(path: UA.managerPath, interface: "org.freedesktop.DBus.Properties", member: "GetAll", arguments: "(\(gv(UA.managerInterface)),)"),
+            .call(path: UA.managerPath + "/activity", interface: "org.freedesktop.DBus.Introspectable", member: "Introspect"),
+            .call(path: UA.managerPath, interface: "org.freedesktop.DBus.Introspectable", member: "Introspect"),
+            activityCall(last, "BecomeCurrent"),
+        ])
+        try #require(try watcher.waitForSay("READY"), "watcher: \(watcher.allReports) \(watcher.process.stderrText)")
+        try #require(try subscriber.waitForSay("READY"), "subscriber: \(subscriber.allReports) \(subscriber.process.stderrText)\n\(harness.logTail())")
+
+        let hostOwner = try harness.host([managerCall("RegisterApplication", "(\(gv(UA.player)),)")]
+            + host.ownerSteps(type: UA.playerType, claim: nil))
+        let notesOwner = try notesSandbox.spawnAgent(confined.ownerSteps(type: UA.notesType, claim: nil))
+        for (name, owner) in [("host owner", hostOwner), ("sandboxed owner", notesOwner)] {
+            let reports = try owner.finish()
+            #expect(reports.filter { $0.step != "say" && $0.step != "done" }.allSatisfy { $0.ok }, "\(name): \(reports)\n\(harness.logTail())")
+            #expect(reports.contains { $0.text == "OWNER-DONE" }, "\(name) did not finish: \(reports) \(owner.process.stderrText)")
+        }
+        let watcherReports = try watcher.finish()
+        try writeFileAtomically(go, contents: "")
+        let reports = try subscriber.finish()
+
+        let calls = reports.filter { $0.step == "call" }
+        #expect(calls.count == 7 && calls.allSatisfy { $0.ok }, "subscriber: \(reports)\n\(harness.logTail())")
+        #expect(reports.contains { $0.step == "wait-received" && $0.ok }, "the subscriber never heard of its own activity: \(reports)")
+        #expect(subscriber.messagesContaining(Self.ownSentinel) > 0)
+
+        // The owners heard their own activities' signals; so did the unconfined watcher.
+        #expect(hostOwner.messagesContaining(host.addedUserInfo) > 0)
+        #expect(notesOwner.messagesContaining(confined.addedUserInfo) > 0)
+        #expect(watcherReports.filter { $0.step == "wait-received" }.allSatisfy { $0.ok }, "watcher: \(watcherReports)")
+        #expect(watcher.leakedBytes(of: host.all) > 0 && watcher.leakedBytes(of: confined.all) > 0)
+
+        // The subscriber: not a byte of the others' data, app IDs, types or object paths.
+        let paths = [hostOwner, notesOwner].compactMap { owner in
+            owner.callReports.compactMap { objectPath(in: $0.reply) }.first.map { $0 + "\0" }
+        }
+        #expect(paths.count == 2)
+        let foreign = host.all + confined.all + [UA.player, UA.playerType, UA.notes, UA.notesType] + paths
+        let leaked = foreign.filter { subscriber.messagesContaining($0) > 0 }
+        #expect(subscriber.leakedBytes(of: foreign) == 0, "leaked to the sandboxed subscriber: \(leaked)")
+    }
+}
