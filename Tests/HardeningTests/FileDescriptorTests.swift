@@ -79,7 +79,9 @@ struct FileDescriptorTests {
         let after = Self.openDescriptors(pid)
         print("fd-laden error replies: \(rounds) round trips in \(String(format: "%.2f", elapsed)) s; daemon descriptors \(before) → \(after)")
         #expect(answered == rounds, "\(answered) of \(rounds) continuations got the handler's error\n\(daemon.logTail())")
-        #expect(before > 0 && after <= before + 4, "the daemon holds \(after) descriptors, \(before) before \(rounds) fd-laden replies")
+        // A message still referenced for a moment holds its own 18 (libdbus closes them when it is
+        // freed); a leak grows with the rounds (18 per round without the fix: 929 → 19,982 here).
+        #expect(before > 0 && after <= before + 64, "the daemon holds \(after) descriptors, \(before) before \(rounds) fd-laden replies")
         #expect(caller.ping() != nil)
         #expect(try daemon.daemonPID() == pid, "the daemon is still the one on the bus\n\(daemon.logTail())")
     }

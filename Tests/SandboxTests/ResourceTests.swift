@@ -80,7 +80,8 @@ struct SandboxResourceTests {
         let after = Self.descriptors(pid)
         print("sandbox fd-laden replies: \(rounds) round trips; daemon descriptors \(before) → \(after); agent: \(attacker.stdoutText)")
         #expect(status == 0 && attacker.stdoutText.hasPrefix("done \(rounds) 0"), "\(attacker.stdoutText) \(attacker.stderrText)\n\(harness.logTail())")
-        #expect(before > 0 && after <= before + 4, "the daemon holds \(after) descriptors, \(before) before")
+        // One message still referenced for a moment may hold its own 18; a leak grows with the rounds.
+        #expect(before > 0 && after <= before + 64, "the daemon holds \(after) descriptors, \(before) before")
         #expect(try Self.daemonPID(harness) == pid, "the daemon is still the one on the bus\n\(harness.logTail())")
     }
 
