@@ -55,9 +55,14 @@ struct FileDescriptorTests {
         }
     }
 
-    @Test("A handler answering every ContinueActivity with fd-laden error replies: the daemon's descriptor count stays flat and it keeps serving")
-    func fdLadenErrorReplies() throws {
-        let daemon = try ActivatedDaemon()
+    /// Also with the daemon's hard limit at 1024 descriptors (as where the
+    /// attack was found: it could not raise its soft limit past that).
+    @Test("A handler answering every ContinueActivity with fd-laden error replies: the daemon's descriptor count stays flat and it keeps serving",
+          arguments: [nil, 1024])
+    func fdLadenErrorReplies(descriptorLimit: Int?) throws {
+        let daemon = try ActivatedDaemon(exec: descriptorLimit.map { limit in
+            { daemonPath in "/usr/bin/prlimit --nofile=\(limit):\(limit) \(shellQuote(daemonPath))" }
+        })
         let pid = try daemon.activate()
         let handler = try FDLadenHandler(daemon)
         defer { handler.stop() }
@@ -77,7 +82,7 @@ struct FileDescriptorTests {
         for _ in 0..<rounds where continueOnce() == FDLadenHandler.errorName { answered += 1 }
         let elapsed = seconds(since: started)
         let after = Self.openDescriptors(pid)
-        print("fd-laden error replies: \(rounds) round trips in \(String(format: "%.2f", elapsed)) s; daemon descriptors \(before) → \(after)")
+        print("fd-laden error replies (descriptor limit \(descriptorLimit.map(String.init) ?? "the hard limit")): \(rounds) round trips in \(String(format: "%.2f", elapsed)) s; daemon descriptors \(before) → \(after)")
         #expect(answered == rounds, "\(answered) of \(rounds) continuations got the handler's error\n\(daemon.logTail())")
         // A message still referenced for a moment holds its own 18 (libdbus closes them when it is
         // freed); a leak grows with the rounds (18 per round without the fix: 929 → 19,982 here).
