@@ -66,7 +66,13 @@ struct SignalPrivacyTests {
             .waitForReceived(host.addedUserInfo), .waitForReceived(confined.addedUserInfo),
         ])
         let last = SandboxAgent.lastPath
-        let subscriber = try subscriberSandbox.spawnAgent([
+        // Behind the proxy, becoming a bus monitor (which would see every unicast copy) is refused.
+        let viaProxy = access != .directSocket
+        let monitorAttempt: [SandboxAgent.Step] = viaProxy ? [
+            .call(path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus.Monitoring", member: "BecomeMonitor",
+                  arguments: "(@as [], uint32 0)", destination: "org.freedesktop.DBus"),
+        ] : []
+        let subscriber = try subscriberSandbox.spawnAgent(monitorAttempt + [
             .addMatch("type='signal',sender='\(UA.busName)'"),
             .addMatch("type='signal',path_namespace='/org/example/UserActivity'"),
             .addMatch("type='signal'"),
@@ -97,7 +103,11 @@ struct SignalPrivacyTests {
         try writeFileAtomically(go, contents: "")
         let reports = try subscriber.finish()
 
-        let calls = reports.filter { $0.step == "call" }
+        var calls = reports.filter { $0.step == "call" }
+        if viaProxy {
+            #expect(calls.first?.error == "org.freedesktop.DBus.Error.AccessDenied", "BecomeMonitor through the proxy: \(calls.first.map { "\($0)" } ?? "-")")
+            calls.removeFirst()
+        }
         #expect(calls.count == 7 && calls.allSatisfy { $0.ok }, "subscriber: \(reports)\n\(harness.logTail())")
         #expect(reports.contains { $0.step == "wait-received" && $0.ok }, "the subscriber never heard of its own activity: \(reports)")
         #expect(subscriber.messagesContaining(Self.ownSentinel) > 0)
