@@ -45,7 +45,8 @@ struct IsolationTests {
         // org.other.Player, unconfined: a live activity and a saved one, kept until the sandbox is done.
         let player = try harness.host([
             managerCall("RegisterApplication", "(\(gv(UA.player)),)"),
-            managerCall("CreateActivity", "(\(gv(UA.playerType)), {'title': <\(gv(Self.secretTitle))>, 'user-info': <{'k': <'ISOLATION-SECRET-INFO'>}>})"),
+            // Current, so that the session's CurrentActivity names it.
+            managerCall("BecomeCurrent", "(\(gv(UA.playerType)), {'title': <\(gv(Self.secretTitle))>, 'user-info': <{'k': <'ISOLATION-SECRET-INFO'>}>})"),
             managerCall("Donate", "(\(gv(UA.playerType)), {'title': <\(gv(Self.secretSaved))>, 'persistent-identifier': <'p-1'>, 'eligible-for-search': <true>})"),
             .say("CREATED"),
             .waitForFile(done),
