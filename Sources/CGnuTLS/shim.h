@@ -4,6 +4,7 @@
 #pragma once
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
+#include <gnutls/crypto.h>
 
 // GNUTLS_KEYID_USE_SHA256 and GNUTLS_CURVE_TO_BITS are macros.
 static const unsigned int CGNUTLS_KEYID_USE_SHA256 = GNUTLS_KEYID_USE_SHA256;

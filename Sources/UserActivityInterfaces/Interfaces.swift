@@ -55,6 +55,15 @@ public enum Interfaces {
               Candidates, in order: the publisher itself, apps with a registered handler, DBusActivatable apps, the rest; each group by app ID. Delivery: Handler.ContinueActivity on a registered handler; else org.freedesktop.Application.ActivateAction('continue-activity', [<(sa{sv})>], platform_data); else the app is launched from its desktop entry and the activity delivered when it registers a handler.
               Errors: NoHandler (no candidate and no webpage-url, or the browser could not be opened), RemoteApplicationTimedOut (no answer in time, or the app could not be launched, activated or reached; the app then gets FailedToContinue), ContinuationFailed (the app answered false, or lacks the continue-activity action or the Handler method), the app's own error passed on, Expired, MissingRequiredUserInfoKeys. A confined caller may name only its own app as app-id (AccessDenied).
               """),
+            M(name: "FetchForHandoff", inputs: [A("activity", "o", "a live activity, normally the session's current one"),
+                                                 A("options", "a{sv}", "timeout-ms (u, default 10000, 0 = default, at most 600000): how long the owner's SaveActivity may take")],
+              outputs: [A("activity_type", "s", "the activity's type"),
+                        A("properties", "a{sv}", "its data as a handler would receive it: app-id (the owner), title and user-info always, other properties when they differ from their defaults")],
+              doc: "Addition for useractivity-handoffd (Handoff between devices): reads a live activity in full for continuing it on another device, after its owner answered SaveActivity when NeedsSave is set, without continuing it here. Only unconfined callers (AccessDenied otherwise). Errors: NotFound (no such live activity), Expired, NotEligible (not eligible for handoff)."),
+            M(name: "MarkContinued", inputs: [A("activity", "o", "the live activity that was continued elsewhere"),
+                                              A("by_app_id", "s", "the app that took it on the other device")],
+              outputs: [],
+              doc: "Addition for useractivity-handoffd: the live activity was continued on another device by that app; emits its Continued signal. Only unconfined callers (AccessDenied otherwise). NotFound when it is no longer live; InvalidArgument for a malformed app ID."),
             M(name: "ContinueSavedActivity", inputs: [A("saved_id", "s", "a saved-id from Search, GetSuggestions or Donate"), continueOptionsArg],
               outputs: [A("app_id", "s", "the app that took it")],
               doc: "Continues a saved activity (a search result, a suggestion), as ContinueActivity with the saved app as publisher; it does not count a use. NotFound when there is no such saved activity or the caller may not see it (a confined caller sees only its own app's)."),
