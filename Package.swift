@@ -87,6 +87,7 @@ let package = Package(
         .testTarget(name: "SearchProviderTests", dependencies: ["TestSupport", "DBusKit", "TypedValues"]),
         .testTarget(name: "HardeningTests", dependencies: ["TestSupport", "DBusKit", "TypedValues", "UserActivityCore", "UserActivityService", "UserActivityInterfaces", "GLibSupport", "ActivityStore", "UserActivity"]),
         .testTarget(name: "HandoffCoreTests", dependencies: ["HandoffCore", "TypedValues"]),
+        .testTarget(name: "HandoffTests", dependencies: ["TestSupport", "DBusKit", "TypedValues"]),
     ],
     swiftLanguageModes: [.v6]
 )

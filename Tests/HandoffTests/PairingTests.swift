@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: Apache-2.0
+import DBusKit
+import Foundation
+import TestSupport
+import Testing
+import TypedValues
+
+@Suite("Handoff pairing between two stacks", .serialized)
+struct PairingTests {
+    @Test func addPeerShowsTheDeviceOnBothSides() throws {
+        let stacks = try TwoStacks()
+        let path = try stacks.link()
+        #expect(path == stacks.a.devicePath(of: stacks.b))
+        let onA = try stacks.a.deviceProperties(path)
+        #expect(onA["Name"] == .string("Stack B"), "\(stacks.logs)")
+        #expect(onA["DeviceId"] == .string(stacks.b.deviceID))
+        #expect(onA["Reachable"] == .boolean(true))
+        #expect(onA["Paired"] == .boolean(false))
+        #expect(stacks.b.waitForDevice(stacks.b.devicePath(of: stacks.a), "Name", { $0 == .string("Stack A") }), "\(stacks.logs)")
+        #expect(stacks.a.deviceID.count == 64)
+    }
+
+    @Test func pairsWhenBothAgentsConfirmTheSameCode() throws {
+        let stacks = try TwoStacks()
+        let agentA = try stacks.a.startAgent(accept: true)
+        let agentB = try stacks.b.startAgent(accept: true)
+        let path = try stacks.link()
+        _ = try stacks.a.call(HO.busName, path, HO.device, "Pair")
+        #expect(try stacks.a.deviceProperties(path)["Paired"] == .boolean(true))
+        #expect(stacks.b.waitForDevice(stacks.b.devicePath(of: stacks.a), "Paired", { $0 == .boolean(true) }), "\(stacks.logs)")
+        let lineA = try #require(try agentA.readLine(timeout: 10))
+        let lineB = try #require(try agentB.readLine(timeout: 10))
+        let codeA = lineA.split(separator: " ").last.map(String.init) ?? ""
+        let codeB = lineB.split(separator: " ").last.map(String.init) ?? ""
+        #expect(codeA.count == 6 && codeA == codeB, "\(lineA) / \(lineB)")
+        #expect(lineA.contains(stacks.a.devicePath(of: stacks.b)))
+        // The pin survives a restart of B's daemon, and the link comes back.
+        stacks.b.killHandoffd()
+        #expect(stacks.a.waitForDevice(path, "Reachable", { $0 == .boolean(false) }), "\(stacks.logs)")
+        try stacks.b.startHandoffd()
+        #expect(try stacks.b.deviceProperties(stacks.b.devicePath(of: stacks.a))["Paired"] == .boolean(true))
+        #expect(stacks.b.waitForDevice(stacks.b.devicePath(of: stacks.a), "Reachable", timeout: 30, { $0 == .boolean(true) }), "\(stacks.logs)")
+    }
+
+    @Test func aRefusingAgentRefusesThePairingOnBothSides() throws {
+        let stacks = try TwoStacks()
+        _ = try stacks.a.startAgent(accept: true)
+        _ = try stacks.b.startAgent(accept: false)
+        let path = try stacks.link()
+        #expect(errorName { try stacks.a.call(HO.busName, path, HO.device, "Pair") } == "org.example.UserActivity.Error.PairingRefused")
+        #expect(try stacks.a.deviceProperties(path)["Paired"] == .boolean(false))
+        #expect(try stacks.b.deviceProperties(stacks.b.devicePath(of: stacks.a))["Paired"] == .boolean(false))
+    }
+
+    @Test func withoutAgentOrNotificationServerPairIsNoAgent() throws {
+        let stacks = try TwoStacks()
+        let path = try stacks.link()
+        #expect(errorName { try stacks.a.call(HO.busName, path, HO.device, "Pair") } == "org.example.UserActivity.Error.NoAgent")
+    }
+
+    @Test func anUnpairedPeerIsRefusedWhenNotDiscoverable() throws {
+        let stacks = try TwoStacks()
+        // B is not discoverable: A's AddPeer learns nothing it may pair with.
+        let result = errorName { try stacks.a.handoff("AddPeer", [.string("127.0.0.1:\(stacks.b.port)")]) }
+        #expect(result == "org.example.UserActivity.Error.ConnectionUnavailable", "\(stacks.logs)")
+        #expect(try stacks.b.devicePaths().isEmpty)
+    }
+
+    @Test func unpairForgetsTheKeyOnBothSides() throws {
+        let stacks = try TwoStacks()
+        let (onA, onB) = try stacks.pair()
+        _ = try stacks.a.call(HO.busName, onA, HO.device, "Unpair")
+        #expect(try stacks.a.deviceProperties(onA)["Paired"] == .boolean(false))
+        #expect(stacks.b.waitForDevice(onB, "Paired", { $0 == .boolean(false) }), "\(stacks.logs)")
+        #expect(errorName { try stacks.a.call(HO.busName, onA, HO.device, "Unpair") } == "org.example.UserActivity.Error.NotPaired")
+        let state = try String(contentsOfFile: stacks.a.session.stateHome + "/useractivity/handoff/peers.ini", encoding: .utf8)
+        #expect(!state.contains("Paired=true"))
+    }
+
+    @Test func aNewKeyAtAPairedAddressIsNotAccepted() throws {
+        let stacks = try TwoStacks()
+        let (onA, _) = try stacks.pair()
+        // B gets a new identity: A must not take the new key for the pinned device.
+        _ = try stacks.b.handoff("ResetIdentity")
+        #expect(stacks.a.waitForDevice(onA, "Reachable", { $0 == .boolean(false) }), "\(stacks.logs)")
+        let newPath = stacks.a.devicePath(of: stacks.b)
+        #expect(newPath != onA)
+        #expect(try stacks.a.deviceProperties(onA)["Paired"] == .boolean(true))
+        #expect((try? stacks.a.deviceProperties(newPath))?["Paired"] != .boolean(true))
+    }
+
+    @Test func aDamagedKeyKeepsHandoffOffUntilResetIdentity() throws {
+        let stacks = try TwoStacks()
+        let oldID = stacks.a.deviceID
+        stacks.a.killHandoffd()
+        try "garbage".write(toFile: stacks.a.session.stateHome + "/useractivity/handoff/key.pem", atomically: true, encoding: .utf8)
+        try stacks.a.startHandoffd()
+        #expect(try stacks.a.managerProperty("Enabled") == .boolean(false))
+        #expect((try stacks.a.managerProperty("IdentityError")?.stringValue ?? "").contains("ResetIdentity"))
+        #expect(errorName { try stacks.a.set("Enabled", .boolean(true)) } != nil)
+        let newID = try stacks.a.handoff("ResetIdentity").first?.stringValue ?? ""
+        #expect(newID.count == 64 && newID != oldID)
+        try stacks.a.set("Enabled", .boolean(true))
+        #expect(try stacks.a.managerProperty("DeviceId") == .string(newID))
+    }
+
+    @Test func keyAndStateFilesArePrivate() throws {
+        let stacks = try TwoStacks()
+        let directory = stacks.a.session.stateHome + "/useractivity/handoff"
+        let attributes = try FileManager.default.attributesOfItem(atPath: directory)
+        #expect((attributes[.posixPermissions] as? Int) == 0o700)
+        for file in ["key.pem", "peers.ini"] {
+            let mode = try FileManager.default.attributesOfItem(atPath: directory + "/" + file)[.posixPermissions] as? Int
+            #expect(mode == 0o600, "\(file)")
+        }
+    }
+}
