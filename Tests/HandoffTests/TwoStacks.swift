@@ -86,8 +86,11 @@ final class Stack: @unchecked Sendable {
     private(set) var handoffd: ChildProcess?
     private var children: [ChildProcess] = []
 
-    init(_ name: String, apps: [(id: String, types: [String])] = [], fakeScreenSaver: Bool = false) throws {
+    let keepaliveSeconds: Int
+
+    init(_ name: String, apps: [(id: String, types: [String])] = [], fakeScreenSaver: Bool = false, keepaliveSeconds: Int = 15) throws {
         self.name = name
+        self.keepaliveSeconds = keepaliveSeconds
         session = try SessionEnvironment()
         for app in apps { try session.writeDesktopEntry(appID: app.id, types: app.types) }
         bus = try PrivateBus(environment: session)
@@ -106,7 +109,9 @@ final class Stack: @unchecked Sendable {
 
     func startHandoffd() throws {
         let process = try bus.spawn(try BuiltProducts.executable(named: "useractivity-handoffd"),
-                                    ["--listen", "127.0.0.1:0", "--verbose"], stdout: .capture, stderr: .capture)
+                                    ["--listen", "127.0.0.1:0", "--verbose"],
+                                    extraEnvironment: ["USERACTIVITY_HANDOFF_KEEPALIVE_SECONDS": "\(keepaliveSeconds)"],
+                                    stdout: .capture, stderr: .capture)
         handoffd = process
         guard waitUntil(timeout: 20, { (try? nameHasOwner(HO.busName)) == true }) else {
             throw HandoffTestFailure("\(name): useractivity-handoffd did not take its name: \(process.stderrText)")
@@ -206,9 +211,10 @@ final class TwoStacks: @unchecked Sendable {
     let a: Stack
     let b: Stack
 
-    init(appsA: [(id: String, types: [String])] = [], appsB: [(id: String, types: [String])] = [], fakeScreenSaverA: Bool = false) throws {
-        a = try Stack("A", apps: appsA, fakeScreenSaver: fakeScreenSaverA)
-        b = try Stack("B", apps: appsB)
+    init(appsA: [(id: String, types: [String])] = [], appsB: [(id: String, types: [String])] = [], fakeScreenSaverA: Bool = false,
+         keepaliveSeconds: Int = 15) throws {
+        a = try Stack("A", apps: appsA, fakeScreenSaver: fakeScreenSaverA, keepaliveSeconds: keepaliveSeconds)
+        b = try Stack("B", apps: appsB, keepaliveSeconds: keepaliveSeconds)
         try a.set("DeviceName", .string("Stack A"))
         try b.set("DeviceName", .string("Stack B"))
         try a.set("Enabled", .boolean(true))
