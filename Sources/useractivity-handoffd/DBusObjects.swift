@@ -5,7 +5,9 @@ import Glibc
 import CGLib
 import DBusKit
 import HandoffCore
+import GLibSupport
 import TypedValues
+import UserActivityCore
 import UserActivityInterfaces
 
 /// The D-Bus side of the daemon: routing, properties, signals. Glue only.
@@ -32,15 +34,18 @@ extension HandoffDaemon {
         return false
     }
 
-    /// A confined (Flatpak, Snap) caller: its process has /.flatpak-info or a snap cgroup.
+    /// A confined (Flatpak, Snap) caller, found as useractivityd finds it
+    /// (UserActivityCore's ProcessIdentityProbe: /.flatpak-info in its root,
+    /// a snap cgroup; a process that cannot be inspected fails closed).
     func isConfined(_ sender: String) -> Bool {
         if let known = confinedCallers[sender] { return known }
+        let connectedAt = ProcessIdentityProbe.ticksSinceBoot()
         var confined = true
         if let pid = try? bus.callBus("GetConnectionUnixProcessID", [.string(sender)]).first?.uint32Value {
-            let flatpak = access("/proc/\(pid)/root/.flatpak-info", F_OK) == 0
-            let cgroup = (try? StateDirectory(path: "/proc/\(pid)").read("cgroup")).map { String(decoding: $0, as: UTF8.self) }
-            // A process whose cgroup cannot be read fails closed.
-            confined = flatpak || cgroup == nil || cgroup!.contains("/snap.")
+            let probe = ProcessIdentityProbe(loadKeyFile: { path -> (any KeyFileReading)? in GLibKeyFile.load(path: path) })
+            let identity = probe.identify(pid: pid, catalog: catalog, connectedAtTicks: connectedAt)
+            confined = identity.isConfined
+            if confined { log.info("confined caller \(sender): \(identity.source)") }
         }
         confinedCallers[sender] = confined
         return confined
