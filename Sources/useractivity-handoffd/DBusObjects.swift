@@ -173,7 +173,6 @@ extension HandoffDaemon {
         switch member {
         case "RegisterAgent":
             agent = (sender, arguments[0].objectPathValue ?? "/")
-            try? bus.addMatch("type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(sender)'")
             reply(message)
         case "UnregisterAgent":
             if agent?.sender == sender && agent?.path == arguments[0].objectPathValue { agent = nil }

@@ -125,6 +125,8 @@ final class HandoffDaemon {
 
     func start() throws {
         try bus.addFilter { [weak self] message in self?.filter(message) ?? false }
+        // Callers that leave are dropped from the confinement cache (and a departed agent is forgotten).
+        try bus.addMatch("type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg2=''")
         try bus.registerFallback(path: HandoffInterfaces.managerPath) { [weak self] message in
             self?.route(message) ?? false
         }
@@ -164,7 +166,7 @@ final class HandoffDaemon {
         g_socket_client_set_enable_proxy(client, CGLIB_FALSE)
         g_socket_client_set_timeout(client, 10)
         socketClient = GObjectRef(taking: UnsafeMutableRawPointer(client))
-        for device in devices.values where device.paired && !device.address.isEmpty { dial(device.address) }
+        for device in devices.values where !device.address.isEmpty { dial(device.address) }
         for address in state.pendingPeers { dial(address) }
     }
 
@@ -314,7 +316,8 @@ final class HandoffDaemon {
         } else {
             emitDeviceChanged(device, ["Name", "Address", "Reachable"])
         }
-        if device.paired || !state.pendingPeers.isEmpty { persistDevice(device) }
+        // Paired devices and those added with AddPeer are kept across restarts.
+        if device.paired || link.role == .client { persistDevice(device) }
         if let index = pendingAddPeer.firstIndex(where: { $0.link === link }) {
             let call = pendingAddPeer.remove(at: index).call
             persistDevice(device)
