@@ -147,8 +147,7 @@ extension HandoffDaemon {
             save()
             emitManagerChanged(["DeviceName"])
         case ("Discoverable", .boolean(let on)):
-            discoverable = on
-            discoverableSince = clock.nowMicroseconds
+            discoverableWindow.set(on, now: clock.nowMicroseconds)
             emitManagerChanged(["Discoverable"])
         case ("DiscoverableTimeout", .uint32(let seconds)):
             state.discoverableTimeout = seconds

@@ -70,8 +70,6 @@ final class HandoffDaemon {
     var identity: DeviceIdentity?
     var identityError = ""
     var certificate: GObjectRef?
-    var discoverable = false
-    var discoverableSince: Int64 = 0
     var devices: [String: Device] = [:]
     var pairing = PairingMachine()
     var agent: (sender: String, path: String)?
@@ -86,8 +84,9 @@ final class HandoffDaemon {
     var pendingAddPeer: [(link: PeerLink, call: Message)] = []
     var ticker: GLibSource?
     var requestSerial: UInt32 = 0
-    let keepaliveMicroseconds: Int64
-    let timeoutMicroseconds: Int64
+    let keepaliveSeconds: Int64
+    var discoverableWindow = DiscoverableWindow()
+    var discoverable: Bool { discoverableWindow.isOn }
     var activitySource: ActivitySource?
     var advertised: LocalActivity?
     var catalog = AppCatalog()
@@ -103,9 +102,7 @@ final class HandoffDaemon {
         let parts = listen.split(separator: ":")
         listenHost = parts.count == 2 ? String(parts[0]) : "0.0.0.0"
         listenPort = parts.count == 2 ? UInt16(parts[1]) ?? 0 : 0
-        let keepaliveSeconds = Int64(environment["USERACTIVITY_HANDOFF_KEEPALIVE_SECONDS"] ?? "") ?? 15
-        keepaliveMicroseconds = keepaliveSeconds * 1_000_000
-        timeoutMicroseconds = keepaliveMicroseconds * 3
+        keepaliveSeconds = max(Int64(environment["USERACTIVITY_HANDOFF_KEEPALIVE_SECONDS"] ?? "") ?? 15, 1)
         let loaded = try directory.loadState()
         state = loaded.state
         for warning in loaded.warnings { log.warning("\(directory.file("peers.ini")): \(warning)") }
@@ -177,7 +174,7 @@ final class HandoffDaemon {
         boundPort = 0
         for link in links { link.close(reason: "handoff turned off") }
         links.removeAll()
-        discoverable = false
+        discoverableWindow.set(false, now: clock.nowMicroseconds)
     }
 
     private func listen() throws {
@@ -209,7 +206,8 @@ final class HandoffDaemon {
 
     func makeLink(role: PeerLink.Role, address: String) -> PeerLink {
         linkSerial += 1
-        let link = PeerLink(role: role, serial: linkSerial, address: address, clock: clock, log: log) { [weak self] key in
+        let link = PeerLink(role: role, serial: linkSerial, address: address, clock: clock, log: log,
+                            keepaliveSeconds: keepaliveSeconds) { [weak self] key in
             self?.acceptsKey(key, role: role) ?? false
         }
         link.onEstablished = { [weak self] link in self?.established(link) }
@@ -600,11 +598,8 @@ final class HandoffDaemon {
     private func tick() {
         let now = clock.nowMicroseconds
         if let event = pairing.expire(now: now) { finishPairing(event) }
-        for link in links { link.tick(keepaliveMicroseconds: keepaliveMicroseconds, timeoutMicroseconds: timeoutMicroseconds) }
-        if discoverable && state.discoverableTimeout > 0 && now - discoverableSince >= Int64(state.discoverableTimeout) * 1_000_000 {
-            discoverable = false
-            emitManagerChanged(["Discoverable"])
-        }
+        for link in links { link.tick() }
+        if discoverableWindow.expire(now: now, timeoutSeconds: state.discoverableTimeout) { emitManagerChanged(["Discoverable"]) }
         guard state.enabled, service != nil else { return }
         for device in devices.values where device.paired && device.link == nil && !device.address.isEmpty && now >= device.reconnectAt {
             device.reconnectAt = now + 5_000_000

@@ -26,8 +26,7 @@ final class PeerLink {
         didSet { reader.limit = isPaired ? FrameCodec.pairedLimit : FrameCodec.unpairedLimit }
     }
     private(set) var isClosed = false
-    var lastReceived: Int64
-    var lastSent: Int64
+    private var liveness: LinkLiveness
 
     var onEstablished: ((PeerLink) -> Void)?
     var onFrame: ((PeerLink, Frame) -> Void)?
@@ -47,7 +46,8 @@ final class PeerLink {
     private let readBuffer = UnsafeMutableRawPointer.allocate(byteCount: 16384, alignment: 8)
     private var writeBuffer: UnsafeMutableRawPointer?
 
-    init(role: Role, serial: Int, address: String, clock: HandoffClock, log: Logger, acceptsKey: @escaping ([UInt8]) -> Bool) {
+    init(role: Role, serial: Int, address: String, clock: HandoffClock, log: Logger, keepaliveSeconds: Int64,
+         acceptsKey: @escaping ([UInt8]) -> Bool) {
         self.role = role
         self.serial = serial
         self.address = address
@@ -55,8 +55,7 @@ final class PeerLink {
         self.log = log
         self.acceptsKey = acceptsKey
         cancellable = GObjectRef(taking: UnsafeMutableRawPointer(g_cancellable_new()!))
-        lastReceived = clock.nowMicroseconds
-        lastSent = clock.nowMicroseconds
+        liveness = LinkLiveness(keepaliveSeconds: keepaliveSeconds, now: clock.nowMicroseconds)
     }
 
     deinit {
@@ -156,7 +155,7 @@ final class PeerLink {
             return
         }
         channelBinding = Array(UnsafeBufferPointer(start: binding.pointee.data, count: Int(binding.pointee.len)))
-        lastReceived = clock.nowMicroseconds
+        liveness.received(now: clock.nowMicroseconds)
         readMore()
         onEstablished?(self)
     }
@@ -166,7 +165,7 @@ final class PeerLink {
     func send(_ frame: Frame) {
         guard !isClosed else { return }
         outgoing.append(FrameCodec.encode(frame))
-        lastSent = clock.nowMicroseconds
+        liveness.sent(now: clock.nowMicroseconds)
         writeNext()
     }
 
@@ -213,7 +212,7 @@ final class PeerLink {
                 close(reason: "\(address) closed the connection")
                 return
             }
-            lastReceived = clock.nowMicroseconds
+            liveness.received(now: clock.nowMicroseconds)
             reader.append(UnsafeRawBufferPointer(start: readBuffer, count: count))
             do {
                 while !isClosed, let frame = try reader.next() {
@@ -235,14 +234,14 @@ final class PeerLink {
     // MARK: Liveness
 
     /// Called every second: keepalive, silence and stalled-frame timeouts.
-    func tick(keepaliveMicroseconds: Int64, timeoutMicroseconds: Int64) {
+    func tick() {
         guard !isClosed, !peerKeyID.isEmpty else { return }
-        let now = clock.nowMicroseconds
-        if now - lastReceived >= timeoutMicroseconds {
-            close(reason: reader.isMidFrame ? "\(address) stalled in the middle of a frame" : "\(address) stopped answering")
-            return
+        switch liveness.action(now: clock.nowMicroseconds, midFrame: reader.isMidFrame) {
+        case .nothing: break
+        case .sendKeepalive: send(Frame(.keepalive))
+        case .timedOut(let midFrame):
+            close(reason: midFrame ? "\(address) stalled in the middle of a frame" : "\(address) stopped answering")
         }
-        if now - lastSent >= keepaliveMicroseconds { send(Frame(.keepalive)) }
     }
 
     func close(reason: String) {

@@ -104,6 +104,28 @@ struct PairingTests {
         #expect(try stacks.a.managerProperty("DeviceId") == .string(newID))
     }
 
+    @Test func discoverableTurnsItselfOff() throws {
+        let stacks = try TwoStacks()
+        try stacks.b.set("DiscoverableTimeout", .uint32(1))
+        try stacks.b.set("Discoverable", .boolean(true))
+        #expect(try stacks.b.managerProperty("Discoverable") == .boolean(true))
+        #expect(waitUntil(timeout: 20) { (try? stacks.b.managerProperty("Discoverable")) == .boolean(false) })
+        // No longer discoverable: a new device cannot reach B for pairing.
+        let result = errorName { try stacks.a.handoff("AddPeer", [.string("127.0.0.1:\(stacks.b.port)")]) }
+        #expect(result == "org.example.UserActivity.Error.ConnectionUnavailable")
+    }
+
+    @Test func badInputOnTheBusIsRefusedByName() throws {
+        let stacks = try TwoStacks()
+        #expect(errorName { try stacks.a.handoff("AddPeer", [.string("no port here")]) } == "org.example.UserActivity.Error.InvalidArgument")
+        #expect(errorName { try stacks.a.set("DeviceId", .string("x")) } == "org.freedesktop.DBus.Error.PropertyReadOnly")
+        #expect(errorName { try stacks.a.set("Enabled", .string("yes")) } == "org.example.UserActivity.Error.InvalidArgument")
+        #expect(errorName { try stacks.a.handoff("AddPeer", [.uint32(1)]) } == "org.freedesktop.DBus.Error.InvalidArgs")
+        #expect(errorName { try stacks.a.call(HO.busName, HO.devicePrefix + String(repeating: "0", count: 64), HO.device, "Pair") } == "org.freedesktop.DBus.Error.UnknownObject")
+        let xml = try stacks.a.call(HO.busName, HO.managerPath, "org.freedesktop.DBus.Introspectable", "Introspect").first?.stringValue ?? ""
+        #expect(xml.contains("<interface name=\"org.example.UserActivity.Handoff\">") && xml.contains("ResetIdentity"))
+    }
+
     @Test func keyAndStateFilesArePrivate() throws {
         let stacks = try TwoStacks()
         let directory = stacks.a.session.stateHome + "/useractivity/handoff"
