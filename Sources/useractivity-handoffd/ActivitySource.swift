@@ -4,6 +4,9 @@ import DBusKit
 import HandoffCore
 import Logging
 import TypedValues
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Whether the session is locked, and a callback when that changes.
 protocol SessionLockMonitor: AnyObject {
@@ -14,7 +17,6 @@ protocol SessionLockMonitor: AnyObject {
 }
 
 /// `org.freedesktop.ScreenSaver` on the session bus: GetActive, ActiveChanged.
-/// (logind's LockedHint on the system bus is not read yet.)
 final class ScreenSaverLockMonitor: SessionLockMonitor {
     private let bus: Connection
     private(set) var isLocked = false
@@ -46,6 +48,101 @@ final class ScreenSaverLockMonitor: SessionLockMonitor {
         isLocked = locked
         onChange?()
     }
+}
+
+/// logind's `LockedHint` of this session, on the system bus: the session of
+/// `XDG_SESSION_ID`, else the user's display session (`User.Display`).
+final class LogindLockMonitor: SessionLockMonitor {
+    static let name = "org.freedesktop.login1"
+    private let system: Connection
+    private let sessionID: String?
+    private let log: Logger
+    private(set) var isLocked = false
+    private var sessionPath: String?
+    private var onChange: (() -> Void)?
+
+    init(system: Connection, sessionID: String?, log: Logger) {
+        self.system = system
+        self.sessionID = sessionID
+        self.log = log
+    }
+
+    func start(onChange: @escaping () -> Void) throws {
+        self.onChange = onChange
+        try system.addFilter { [weak self] message in self?.handle(message) ?? false }
+        try system.addMatch("type='signal',sender='\(Self.name)',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'")
+        findSession()
+    }
+
+    private func call(_ path: String, _ interface: String, _ member: String, _ arguments: [TypedValue],
+                      _ completion: @escaping ([TypedValue]?) -> Void) {
+        guard let message = try? Message.methodCall(destination: Self.name, path: path, interface: interface, member: member, arguments: arguments) else {
+            return completion(nil)
+        }
+        system.callAsync(message, timeoutMilliseconds: 10_000) { result in
+            completion(try? result.get().arguments())
+        }
+    }
+
+    private func findSession() {
+        if let sessionID, !sessionID.isEmpty {
+            call("/org/freedesktop/login1", "org.freedesktop.login1.Manager", "GetSession", [.string(sessionID)]) { [weak self] values in
+                guard let self else { return }
+                if let path = values?.first?.objectPathValue { self.watch(path) } else { self.findDisplaySession() }
+            }
+        } else {
+            findDisplaySession()
+        }
+    }
+
+    private func findDisplaySession() {
+        call("/org/freedesktop/login1", "org.freedesktop.login1.Manager", "GetUser", [.uint32(getuid())]) { [weak self] values in
+            guard let self, let user = values?.first?.objectPathValue else {
+                self?.log.info("logind: no session found; the screen saver alone tells whether the session is locked")
+                return
+            }
+            self.call(user, "org.freedesktop.DBus.Properties", "Get", [.string("org.freedesktop.login1.User"), .string("Display")]) { values in
+                guard case .variant(.structure(let fields))? = values?.first, fields.count == 2, let path = fields[1].objectPathValue, path != "/" else {
+                    self.log.info("logind: the user has no display session; the screen saver alone tells whether the session is locked")
+                    return
+                }
+                self.watch(path)
+            }
+        }
+    }
+
+    private func watch(_ path: String) {
+        sessionPath = path
+        call(path, "org.freedesktop.DBus.Properties", "Get", [.string("org.freedesktop.login1.Session"), .string("LockedHint")]) { [weak self] values in
+            if case .variant(.boolean(let locked))? = values?.first { self?.set(locked) }
+        }
+    }
+
+    func handle(_ message: Message) -> Bool {
+        guard message.kind == .signal, message.member == "PropertiesChanged", let sessionPath, message.hasPath(sessionPath),
+              let arguments = try? message.arguments(), arguments.count >= 2,
+              let entry = arguments[1].stringVariantEntries?.first(where: { $0.0 == "LockedHint" }),
+              case .boolean(let locked) = entry.1 else { return false }
+        set(locked)
+        return false
+    }
+
+    private func set(_ locked: Bool) {
+        guard locked != isLocked else { return }
+        isLocked = locked
+        onChange?()
+    }
+}
+
+/// Locked when either source says so (logind's LockedHint, the screen saver).
+final class EitherLockMonitor: SessionLockMonitor {
+    private let monitors: [SessionLockMonitor]
+    init(_ monitors: [SessionLockMonitor]) { self.monitors = monitors }
+    var isLocked: Bool { monitors.contains { $0.isLocked } }
+    func start(onChange: @escaping () -> Void) throws {
+        for monitor in monitors { try monitor.start(onChange: onChange) }
+    }
+    func handle(_ message: Message) -> Bool { monitors.contains { $0.handle(message) } }
 }
 
 /// The local useractivityd as handoff sees it: the current activity, the

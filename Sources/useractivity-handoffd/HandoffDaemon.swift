@@ -91,6 +91,9 @@ final class HandoffDaemon {
     var advertised: LocalActivity?
     var catalog = AppCatalog()
     var notifier: Notifier?
+    /// The system bus, for logind; nil when it cannot be reached.
+    var systemBus: Connection?
+    let environment: [String: String]
 
     init(bus: Connection, loop: MainLoop, log: Logger, directory: StateDirectory, listen: String,
          environment: [String: String], clock: HandoffClock = MonotonicClock()) throws {
@@ -99,6 +102,7 @@ final class HandoffDaemon {
         self.log = log
         self.clock = clock
         self.directory = directory
+        self.environment = environment
         let parts = listen.split(separator: ":")
         listenHost = parts.count == 2 ? String(parts[0]) : "0.0.0.0"
         listenPort = parts.count == 2 ? UInt16(parts[1]) ?? 0 : 0
@@ -121,13 +125,25 @@ final class HandoffDaemon {
     // MARK: Starting and stopping
 
     func start() throws {
+        let systemAddress = environment["DBUS_SYSTEM_BUS_ADDRESS"] ?? "unix:path=/run/dbus/system_bus_socket"
+        do {
+            let system = try Connection.bus(address: systemAddress)
+            try DBusMainLoopBridge.attach(system, to: loop)
+            systemBus = system
+        } catch {
+            log.info("no system bus (\(error)): logind's lock state is not read")
+        }
         try bus.addFilter { [weak self] message in self?.filter(message) ?? false }
         // Callers that leave are dropped from the confinement cache (and a departed agent is forgotten).
         try bus.addMatch("type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg2=''")
         try bus.registerFallback(path: HandoffInterfaces.managerPath) { [weak self] message in
             self?.route(message) ?? false
         }
-        activitySource = ActivitySource(bus: bus, log: log) { [weak self] in self?.advertiseIfChanged() }
+        var locks: [SessionLockMonitor] = [ScreenSaverLockMonitor(bus: bus)]
+        if let system = systemBus {
+            locks.append(LogindLockMonitor(system: system, sessionID: environment["XDG_SESSION_ID"], log: log))
+        }
+        activitySource = ActivitySource(bus: bus, log: log, lock: EitherLockMonitor(locks)) { [weak self] in self?.advertiseIfChanged() }
         try activitySource?.start()
         notifier = Notifier(bus: bus, log: log)
         try notifier?.start()

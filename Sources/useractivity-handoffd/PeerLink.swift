@@ -93,6 +93,8 @@ final class PeerLink {
         guard !isClosed else { return }
         self.connection = connection
         let socket = g_socket_connection_get_socket(connection.as(GSocketConnection.self))
+        // The client's connect timeout would also end idle reads: liveness is the keepalive's job.
+        g_socket_set_timeout(socket, 0)
         // Without TCP_NODELAY a small request and its answer take ~40 ms (Nagle + delayed ACK).
         _ = try? gioCall("g_socket_set_option") { g_socket_set_option(socket, Int32(IPPROTO_TCP), TCP_NODELAY, 1, $0) != 0 ? true : nil }
         let base: UnsafeMutablePointer<GIOStream> = connection.as(GIOStream.self)

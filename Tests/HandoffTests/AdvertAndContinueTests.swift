@@ -55,6 +55,7 @@ struct AdvertAndContinueTests {
         #expect(stacks.b.waitForDevice(onB, "CurrentActivity", { title($0) == "Visible" }), "\(stacks.logs)")
         try stacks.a.setPrivacy("Paused", .boolean(true))
         #expect(stacks.b.waitForDevice(onB, "CurrentActivity", { $0?.stringVariantEntries?.isEmpty == true }), "\(stacks.logs)")
+        #expect(try stacks.b.deviceProperties(onB)["Reachable"] == .boolean(true), "\(stacks.logs)")
         try stacks.a.setPrivacy("Paused", .boolean(false))
         #expect(stacks.b.waitForDevice(onB, "CurrentActivity", { title($0) == "Visible" }), "\(stacks.logs)")
         _ = try stacks.a.becomeCurrent(app: UA.editor, type: UA.editType, [("title", .string("Private")), ("eligible-for-handoff", .boolean(false))])
@@ -75,8 +76,28 @@ struct AdvertAndContinueTests {
         #expect(stacks.b.waitForDevice(onB, "CurrentActivity", { title($0) == "Before lock" }), "\(stacks.logs)")
         _ = try stacks.a.call("org.freedesktop.ScreenSaver", "/org/freedesktop/ScreenSaver", "org.freedesktop.ScreenSaver", "SetActive", [.boolean(true)])
         #expect(stacks.b.waitForDevice(onB, "CurrentActivity", { $0?.stringVariantEntries?.isEmpty == true }), "\(stacks.logs)")
+        #expect(try stacks.b.deviceProperties(onB)["Reachable"] == .boolean(true), "\(stacks.logs)")
         _ = try stacks.a.call("org.freedesktop.ScreenSaver", "/org/freedesktop/ScreenSaver", "org.freedesktop.ScreenSaver", "SetActive", [.boolean(false)])
         #expect(stacks.b.waitForDevice(onB, "CurrentActivity", { title($0) == "Before lock" }), "\(stacks.logs)")
+    }
+
+    @Test func logindsLockedHintStopsAdverts() throws {
+        let stacks = try TwoStacks(appsA: Self.editorApps, appsB: Self.editorApps, fakeLogindA: true)
+        let (_, onB) = try stacks.pair()
+        _ = try stacks.a.becomeCurrent(app: UA.editor, type: UA.editType, [("title", .string("Before logind lock"))])
+        #expect(stacks.b.waitForDevice(onB, "CurrentActivity", { title($0) == "Before logind lock" }), "\(stacks.logs)")
+        let system = try Connection.bus(address: try #require(stacks.a.systemBus).address)
+        defer { system.close() }
+        func setLocked(_ locked: Bool) throws {
+            _ = try system.call(try Message.methodCall(destination: "org.freedesktop.login1", path: "/org/freedesktop/login1",
+                                                       interface: "org.freedesktop.login1.Manager", member: "SetLocked", arguments: [.boolean(locked)]))
+        }
+        try setLocked(true)
+        #expect(stacks.b.waitForDevice(onB, "CurrentActivity", { $0?.stringVariantEntries?.isEmpty == true }), "\(stacks.logs)")
+        // Withdrawn by an empty advert, not by a dropped link.
+        #expect(try stacks.b.deviceProperties(onB)["Reachable"] == .boolean(true), "\(stacks.logs)")
+        try setLocked(false)
+        #expect(stacks.b.waitForDevice(onB, "CurrentActivity", { title($0) == "Before logind lock" }), "\(stacks.logs)")
     }
 
     @Test func continuesIntoAHandlerOnTheOtherDeviceAndTheOriginHearsContinued() throws {

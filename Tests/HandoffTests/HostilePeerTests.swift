@@ -128,6 +128,15 @@ struct HostilePeerTests {
 
 @Suite("Handoff keepalive and stalled peers", .serialized)
 struct LivenessTests {
+    @Test func anIdlePairedLinkStaysUp() throws {
+        // Longer than the 10 s connect timeout, shorter than three keepalives (45 s).
+        let stacks = try TwoStacks()
+        let (onA, _) = try stacks.pair()
+        Thread.sleep(forTimeInterval: 12)
+        #expect(try stacks.a.deviceProperties(onA)["Reachable"] == .boolean(true))
+        #expect(!stacks.a.handoffLog.contains("closed:") && !stacks.b.handoffLog.contains("closed:"), "\(stacks.logs)")
+    }
+
     @Test func aPeerStalledMidFrameTimesOut() throws {
         // Keepalive every second: a silent or stalled link is dropped after three.
         let stacks = try TwoStacks(keepaliveSeconds: 1)

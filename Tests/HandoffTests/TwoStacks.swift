@@ -76,6 +76,42 @@ print("READY", flush=True)
 GLib.MainLoop().run()
 """#
 
+/// A fake logind on a private "system" bus: session c1 at
+/// /org/freedesktop/login1/session/c1 with LockedHint, and a test-only
+/// SetLocked(b) that changes it and emits PropertiesChanged.
+let logindScript = #"""
+import gi
+gi.require_version("Gio", "2.0")
+from gi.repository import Gio, GLib
+MANAGER = """<node><interface name="org.freedesktop.login1.Manager">
+<method name="GetSession"><arg type="s" direction="in"/><arg type="o" direction="out"/></method>
+<method name="SetLocked"><arg type="b" direction="in"/></method></interface></node>"""
+SESSION = """<node><interface name="org.freedesktop.login1.Session">
+<property name="LockedHint" type="b" access="read"/></interface></node>"""
+PATH = "/org/freedesktop/login1/session/c1"
+state = {"locked": False}
+bus = Gio.bus_get_sync(Gio.BusType.SESSION, None)
+def manager_call(connection, sender, path, interface, method, parameters, invocation):
+    if method == "GetSession":
+        if parameters.unpack()[0] == "c1":
+            invocation.return_value(GLib.Variant("(o)", (PATH,)))
+        else:
+            invocation.return_dbus_error("org.freedesktop.login1.NoSuchSession", "no such session")
+    else:
+        state["locked"] = parameters.unpack()[0]
+        connection.emit_signal(None, PATH, "org.freedesktop.DBus.Properties", "PropertiesChanged",
+                               GLib.Variant("(sa{sv}as)", ("org.freedesktop.login1.Session", {"LockedHint": GLib.Variant("b", state["locked"])}, [])))
+        invocation.return_value(None)
+def get_property(connection, sender, path, interface, name):
+    return GLib.Variant("b", state["locked"])
+bus.register_object("/org/freedesktop/login1", Gio.DBusNodeInfo.new_for_xml(MANAGER).interfaces[0], manager_call, None, None)
+bus.register_object(PATH, Gio.DBusNodeInfo.new_for_xml(SESSION).interfaces[0], None, get_property, None)
+def owned(*args):
+    print("READY", flush=True)
+Gio.bus_own_name_on_connection(bus, "org.freedesktop.login1", Gio.BusNameOwnerFlags.NONE, owned, None)
+GLib.MainLoop().run()
+"""#
+
 /// One complete desktop: its own session bus, XDG dirs, useractivityd
 /// (D-Bus activated) and useractivity-handoffd listening on 127.0.0.1.
 final class Stack: @unchecked Sendable {
@@ -87,16 +123,27 @@ final class Stack: @unchecked Sendable {
     private var children: [ChildProcess] = []
 
     let keepaliveSeconds: Int
+    /// A private bus standing in for the system bus (with a fake logind), when asked for.
+    let systemBus: PrivateBus?
 
-    init(_ name: String, apps: [(id: String, types: [String])] = [], fakeScreenSaver: Bool = false, keepaliveSeconds: Int = 15) throws {
+    init(_ name: String, apps: [(id: String, types: [String])] = [], fakeScreenSaver: Bool = false, fakeLogind: Bool = false,
+         keepaliveSeconds: Int = 15) throws {
         self.name = name
         self.keepaliveSeconds = keepaliveSeconds
+        systemBus = fakeLogind ? try PrivateBus() : nil
         session = try SessionEnvironment()
         for app in apps { try session.writeDesktopEntry(appID: app.id, types: app.types) }
         bus = try PrivateBus(environment: session)
         try bus.installService(name: "org.example.UserActivity", exec: "\(try BuiltProducts.useractivityd()) --verbose")
         client = try Connection.bus(address: bus.address)
         if fakeScreenSaver { _ = try spawnScript(screenSaverScript, "screensaver.py", []) }
+        if let systemBus {
+            let path = session.root + "/logind.py"
+            try writeFileAtomically(path, contents: logindScript, mode: 0o755)
+            let process = try systemBus.spawn("/usr/bin/python3", [path])
+            guard try process.readLine(timeout: 20) == "READY" else { throw HandoffTestFailure("fake logind did not start: \(process.stderrText)") }
+            children.append(process)
+        }
         try startHandoffd()
     }
 
@@ -105,12 +152,16 @@ final class Stack: @unchecked Sendable {
         handoffd?.terminate(grace: 1)
         client.close()
         bus.stop()
+        systemBus?.stop()
     }
 
     func startHandoffd() throws {
         let process = try bus.spawn(try BuiltProducts.executable(named: "useractivity-handoffd"),
                                     ["--listen", "127.0.0.1:0", "--verbose"],
-                                    extraEnvironment: ["USERACTIVITY_HANDOFF_KEEPALIVE_SECONDS": "\(keepaliveSeconds)"],
+                                    // Never the machine's system bus: the fake one, or none.
+                                    extraEnvironment: ["USERACTIVITY_HANDOFF_KEEPALIVE_SECONDS": "\(keepaliveSeconds)",
+                                                       "DBUS_SYSTEM_BUS_ADDRESS": systemBus?.address ?? "unix:path=/nonexistent/system_bus_socket",
+                                                       "XDG_SESSION_ID": "c1"],
                                     stdout: .capture, stderr: .capture)
         handoffd = process
         guard waitUntil(timeout: 20, { (try? nameHasOwner(HO.busName)) == true }) else {
@@ -212,8 +263,8 @@ final class TwoStacks: @unchecked Sendable {
     let b: Stack
 
     init(appsA: [(id: String, types: [String])] = [], appsB: [(id: String, types: [String])] = [], fakeScreenSaverA: Bool = false,
-         keepaliveSeconds: Int = 15) throws {
-        a = try Stack("A", apps: appsA, fakeScreenSaver: fakeScreenSaverA, keepaliveSeconds: keepaliveSeconds)
+         fakeLogindA: Bool = false, keepaliveSeconds: Int = 15) throws {
+        a = try Stack("A", apps: appsA, fakeScreenSaver: fakeScreenSaverA, fakeLogind: fakeLogindA, keepaliveSeconds: keepaliveSeconds)
         b = try Stack("B", apps: appsB, keepaliveSeconds: keepaliveSeconds)
         try a.set("DeviceName", .string("Stack A"))
         try b.set("DeviceName", .string("Stack B"))
