@@ -38,6 +38,8 @@ final class Device {
     var pairCall: Message?
     var agentAsked = false
     var fetches: [UInt32: (Result<Frame, HandoffError>) -> Void] = [:]
+    /// When each fetch gives up on an origin that keeps the link up but never answers.
+    var fetchDeadlines: [UInt32: Int64] = [:]
     var reconnectAt: Int64 = 0
     var path: String { HandoffInterfaces.devicePathPrefix + id }
     var reachable: Bool { link?.helloReceived == true && link?.isClosed == false }
@@ -271,6 +273,7 @@ final class HandoffDaemon {
         device.link = nil
         for (_, completion) in device.fetches { completion(.failure(HandoffError("ConnectionUnavailable", "\(device.name) went away: \(reason)"))) }
         device.fetches.removeAll()
+        device.fetchDeadlines.removeAll()
         if let event = pairing.cancel(peer: device.id) { finishPairing(event) }
         device.remoteActivity = nil
         device.currentActivity = [:]
@@ -297,6 +300,11 @@ final class HandoffDaemon {
         guard !link.helloReceived else { return }
         link.helloReceived = true
         let id = link.peerDeviceID
+        // An unknown key that got through the handshake just before Discoverable went off.
+        if devices[id]?.paired != true && link.role == .server && !discoverable && pairing.current?.peer != id {
+            link.close(reason: "unknown key and not discoverable")
+            return
+        }
         let device = devices[id] ?? Device(id: id)
         let isNew = devices[id] == nil
         devices[id] = device
@@ -321,10 +329,6 @@ final class HandoffDaemon {
         }
         device.link = link
         if link.role == .client { sendHello(on: link) }
-        if !device.paired && link.role == .server && !discoverable && pairing.current?.peer != id {
-            link.close(reason: "unknown key and not discoverable")
-            return
-        }
         if isNew {
             emitInterfacesAdded(device)
         } else {
@@ -574,6 +578,8 @@ final class HandoffDaemon {
                 }
             }
         }
+        // The origin's owner may take timeout-ms to save; then the reply has to travel.
+        device.fetchDeadlines[request] = clock.nowMicroseconds + Int64(timeout == 0 ? 10_000 : timeout) * 1000 + 10_000_000
         link.send(Frame(.fetch, ["request": .uint32(request), "id": .string(remote.id), "timeout-ms": .uint32(timeout)]))
     }
 
@@ -597,9 +603,13 @@ final class HandoffDaemon {
                 }
             }
         case .fetchReply:
-            if let request = frame.uint32("request"), let completion = device.fetches.removeValue(forKey: request) { completion(.success(frame)) }
+            if let request = frame.uint32("request"), let completion = device.fetches.removeValue(forKey: request) {
+                device.fetchDeadlines[request] = nil
+                completion(.success(frame))
+            }
         case .error:
             if let request = frame.uint32("request"), let completion = device.fetches.removeValue(forKey: request) {
+                device.fetchDeadlines[request] = nil
                 let name = frame.string("name") ?? ""
                 completion(.failure(HandoffError(name.hasPrefix(HandoffInterfaces.errorPrefix) ? name : "HandoffFailed", frame.string("message") ?? "")))
             }
@@ -615,6 +625,12 @@ final class HandoffDaemon {
         let now = clock.nowMicroseconds
         if let event = pairing.expire(now: now) { finishPairing(event) }
         for link in links { link.tick() }
+        for device in devices.values {
+            for (request, deadline) in device.fetchDeadlines where now >= deadline {
+                device.fetchDeadlines[request] = nil
+                device.fetches.removeValue(forKey: request)?(.failure(HandoffError("HandoffFailed", "\(device.name) did not send the activity in time")))
+            }
+        }
         if discoverableWindow.expire(now: now, timeoutSeconds: state.discoverableTimeout) { emitManagerChanged(["Discoverable"]) }
         guard state.enabled, service != nil else { return }
         for device in devices.values where device.paired && device.link == nil && !device.address.isEmpty && now >= device.reconnectAt {
