@@ -109,6 +109,7 @@ enum HandoffInterfaces {
         out += StandardInterfacesXML.doctype.isEmpty ? "" : ""
         out += StandardInterfacesXML.peer + StandardInterfacesXML.introspectable + StandardInterfacesXML.properties
         if path == managerPath {
+            out += StandardInterfacesXML.objectManager
             out += manager.xml()
         } else {
             out += device.xml()

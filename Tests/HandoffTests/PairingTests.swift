@@ -123,7 +123,8 @@ struct PairingTests {
         #expect(errorName { try stacks.a.handoff("AddPeer", [.uint32(1)]) } == "org.freedesktop.DBus.Error.InvalidArgs")
         #expect(errorName { try stacks.a.call(HO.busName, HO.devicePrefix + String(repeating: "0", count: 64), HO.device, "Pair") } == "org.freedesktop.DBus.Error.UnknownObject")
         let xml = try stacks.a.call(HO.busName, HO.managerPath, "org.freedesktop.DBus.Introspectable", "Introspect").first?.stringValue ?? ""
-        #expect(xml.contains("<interface name=\"org.example.UserActivity.Handoff\">") && xml.contains("ResetIdentity"))
+        #expect(xml.contains("<interface name=\"org.example.UserActivity.Handoff\">") && xml.contains("ResetIdentity")
+                && xml.contains("org.freedesktop.DBus.ObjectManager"))
     }
 
     @Test func keyAndStateFilesArePrivate() throws {
