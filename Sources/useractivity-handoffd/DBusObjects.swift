@@ -146,6 +146,7 @@ extension HandoffDaemon {
             state.deviceName = text
             save()
             emitManagerChanged(["DeviceName"])
+            for device in devices.values where device.reachable { if let link = device.link { sendHello(on: link) } }
         case ("Discoverable", .boolean(let on)):
             discoverableWindow.set(on, now: clock.nowMicroseconds)
             emitManagerChanged(["Discoverable"])

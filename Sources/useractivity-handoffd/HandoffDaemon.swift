@@ -297,7 +297,14 @@ final class HandoffDaemon {
     }
 
     private func receivedHello(_ frame: Frame, on link: PeerLink) {
-        guard !link.helloReceived else { return }
+        if link.helloReceived {
+            // A later hello on an established link: the device was renamed.
+            guard let device = devices[link.peerDeviceID], device.link === link, let name = frame.string("name") else { return }
+            device.name = String(name.prefix(256))
+            if device.paired { persistDevice(device) }
+            emitDeviceChanged(device, ["Name"])
+            return
+        }
         link.helloReceived = true
         let id = link.peerDeviceID
         // An unknown key that got through the handshake just before Discoverable went off.

@@ -104,6 +104,43 @@ struct PairingTests {
         #expect(try stacks.a.managerProperty("DeviceId") == .string(newID))
     }
 
+    @Test func cancelPairingEndsItOnBothSidesAndCancelsTheAgents() throws {
+        let stacks = try TwoStacks()
+        let agentA = try stacks.a.startSilentAgent()
+        let agentB = try stacks.b.startSilentAgent()
+        let path = try stacks.link()
+        let caller = try Connection.bus(address: stacks.a.bus.address)
+        defer { caller.close() }
+        let outcome = PairOutcome()
+        let thread = Thread {
+            do {
+                _ = try caller.call(try Message.methodCall(destination: HO.busName, path: path, interface: HO.device, member: "Pair", arguments: []),
+                                    timeoutMilliseconds: 60_000)
+                outcome.set("ok")
+            } catch let error as DBusFailure {
+                outcome.set(error.name)
+            } catch {
+                outcome.set("\(error)")
+            }
+        }
+        thread.start()
+        #expect(try agentA.readLine(timeout: 10)?.hasPrefix("REQUEST ") == true)
+        #expect(try agentB.readLine(timeout: 10)?.hasPrefix("REQUEST ") == true)
+        _ = try stacks.a.call(HO.busName, path, HO.device, "CancelPairing")
+        #expect(waitUntil(timeout: 20) { outcome.value != nil })
+        #expect(outcome.value == "org.example.UserActivity.Error.PairingRefused")
+        #expect(try agentA.readLine(timeout: 10) == "CANCEL")
+        #expect(try agentB.readLine(timeout: 10) == "CANCEL", "\(stacks.logs)")
+        #expect(try stacks.a.deviceProperties(path)["Paired"] == .boolean(false))
+    }
+
+    @Test func aNewDeviceNameReachesThePairedDevice() throws {
+        let stacks = try TwoStacks()
+        let (onA, _) = try stacks.pair()
+        try stacks.b.set("DeviceName", .string("Renamed B"))
+        #expect(stacks.a.waitForDevice(onA, "Name", { $0 == .string("Renamed B") }), "\(stacks.logs)")
+    }
+
     @Test func discoverableTurnsItselfOff() throws {
         let stacks = try TwoStacks()
         try stacks.b.set("DiscoverableTimeout", .uint32(1))
@@ -137,4 +174,11 @@ struct PairingTests {
             #expect(mode == 0o600, "\(file)")
         }
     }
+}
+
+final class PairOutcome: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: String?
+    var value: String? { lock.withLock { stored } }
+    func set(_ value: String) { lock.withLock { stored = value } }
 }

@@ -29,6 +29,7 @@ import sys, gi
 gi.require_version("Gio", "2.0")
 from gi.repository import Gio, GLib
 answer = sys.argv[1]
+held = []
 XML = """<node><interface name="org.example.UserActivity.Handoff.Agent">
 <method name="RequestConfirmation"><arg type="o" direction="in"/><arg type="s" direction="in"/></method>
 <method name="Cancel"/></interface></node>"""
@@ -39,6 +40,8 @@ def on_call(connection, sender, path, interface, method, parameters, invocation)
         print("REQUEST " + device + " " + code, flush=True)
         if answer == "accept":
             invocation.return_value(None)
+        elif answer == "hang":
+            held.append(invocation)
         else:
             invocation.return_dbus_error("org.example.Agent.Refused", "the person refused")
     else:
@@ -195,6 +198,11 @@ final class Stack: @unchecked Sendable {
     /// A pairing agent that accepts or refuses.
     func startAgent(accept: Bool) throws -> ChildProcess {
         try spawnScript(agentScript, "agent.py", [accept ? "accept" : "refuse"])
+    }
+
+    /// A pairing agent that never answers (a person who walked away).
+    func startSilentAgent() throws -> ChildProcess {
+        try spawnScript(agentScript, "agent.py", ["hang"])
     }
 
     // MARK: Calls
