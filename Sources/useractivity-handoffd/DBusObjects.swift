@@ -140,15 +140,18 @@ extension HandoffDaemon {
             if on { try enable() } else { disable() }
             state.enabled = on
             save()
+            republish()
             emitManagerChanged(["Enabled", "DeviceId", "ListenPort", "IdentityError", "Discoverable"])
         case ("DeviceName", .string(let text)):
             guard !text.isEmpty, text.utf8.count <= 255 else { throw HandoffError("InvalidArgument", "DeviceName must be 1 to 255 bytes") }
             state.deviceName = text
             save()
             emitManagerChanged(["DeviceName"])
+            republish()
             for device in devices.values where device.reachable { if let link = device.link { sendHello(on: link) } }
         case ("Discoverable", .boolean(let on)):
             discoverableWindow.set(on, now: clock.nowMicroseconds)
+            republish()
             emitManagerChanged(["Discoverable"])
         case ("DiscoverableTimeout", .uint32(let seconds)):
             state.discoverableTimeout = seconds

@@ -58,6 +58,15 @@ extension TypedValue {
     }
 }
 
+/// Where DNS-SD publishing plugs in (Avahi, in HandoffDiscovery): the daemon
+/// publishes its port and TXT (``DiscoveryDecision/txt(deviceID:name:discoverable:)``)
+/// while Enabled and withdraws it when turned off; a browser hands what it
+/// finds to ``HandoffDaemon/peerFound(_:)``.
+protocol DiscoveryPublisher: AnyObject {
+    func publish(port: UInt16, txt: [String: String])
+    func withdraw()
+}
+
 /// useractivity-handoffd: owns the state, the identity, the listener, the
 /// links and the D-Bus objects. Handlers are glue over HandoffCore.
 final class HandoffDaemon {
@@ -93,6 +102,8 @@ final class HandoffDaemon {
     var advertised: LocalActivity?
     var catalog = AppCatalog()
     var notifier: Notifier?
+    /// DNS-SD publishing, when a discovery module is plugged in.
+    var discovery: DiscoveryPublisher?
     /// The system bus, for logind; nil when it cannot be reached.
     var systemBus: Connection?
     let environment: [String: String]
@@ -183,9 +194,29 @@ final class HandoffDaemon {
         socketClient = GObjectRef(taking: UnsafeMutableRawPointer(client))
         for device in devices.values where !device.address.isEmpty { dial(device.address) }
         for address in state.pendingPeers { dial(address) }
+        republish()
+    }
+
+    /// Publishes (again) what DNS-SD should say about this device.
+    func republish() {
+        guard let discovery else { return }
+        guard state.enabled, boundPort > 0, let identity else { return discovery.withdraw() }
+        discovery.publish(port: boundPort, txt: DiscoveryDecision.txt(deviceID: identity.deviceID, name: state.deviceName, discoverable: discoverable))
+    }
+
+    /// A DNS-SD browser found `_useractivity._tcp` somewhere.
+    func peerFound(_ found: DiscoveryDecision.Found) {
+        let paired = Set(devices.values.filter(\.paired).map(\.id))
+        let reachable = Set(devices.values.filter(\.reachable).map(\.id))
+        guard case .dial(let address) = DiscoveryDecision.action(for: found, ownID: identity?.deviceID ?? "", paired: paired, reachable: reachable),
+              !links.contains(where: { $0.address == address && !$0.isClosed })
+        else { return }
+        if let id = found.deviceID, let device = devices[id], device.paired { device.address = address }
+        dial(address)
     }
 
     func disable() {
+        discovery?.withdraw()
         if let service { g_socket_service_stop(service.as(GSocketService.self)); g_socket_listener_close(service.as(GSocketListener.self)) }
         incomingHandler = nil
         service = nil
@@ -638,7 +669,10 @@ final class HandoffDaemon {
                 device.fetches.removeValue(forKey: request)?(.failure(HandoffError("HandoffFailed", "\(device.name) did not send the activity in time")))
             }
         }
-        if discoverableWindow.expire(now: now, timeoutSeconds: state.discoverableTimeout) { emitManagerChanged(["Discoverable"]) }
+        if discoverableWindow.expire(now: now, timeoutSeconds: state.discoverableTimeout) {
+            republish()
+            emitManagerChanged(["Discoverable"])
+        }
         guard state.enabled, service != nil else { return }
         for device in devices.values where device.paired && device.link == nil && !device.address.isEmpty && now >= device.reconnectAt {
             device.reconnectAt = now + 5_000_000
