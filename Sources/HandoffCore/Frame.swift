@@ -113,6 +113,13 @@ public enum FrameCodec {
         return out
     }
 
+    /// The frame with its length prefix, or nil when the receiver would
+    /// refuse it as over `limit` (the sender answers with an error instead).
+    public static func encode(_ frame: Frame, limit: Int) -> [UInt8]? {
+        let bytes = encode(frame)
+        return bytes.count - 4 <= limit ? bytes : nil
+    }
+
     /// Decodes one frame's bytes (after the length prefix).
     public static func decode(_ bytes: ArraySlice<UInt8>) throws(FrameDecodingError) -> Frame {
         guard let first = bytes.first else { throw .empty }

@@ -635,7 +635,10 @@ final class HandoffDaemon {
             source.fetchForHandoff(activityID: advertised.id, timeoutMilliseconds: Int32(frame.uint32("timeout-ms") ?? 10_000)) { result in
                 switch result {
                 case .success(let (type, properties)):
-                    link.send(Frame(.fetchReply, ["request": .uint32(request), "activity-type": .string(type), "properties": properties]))
+                    if !link.send(Frame(.fetchReply, ["request": .uint32(request), "activity-type": .string(type), "properties": properties])) {
+                        link.send(Frame(.error, ["request": .uint32(request), "name": .string(HandoffInterfaces.errorPrefix + "UserInfoTooLarge"),
+                                                 "message": .string("the activity is larger than a handoff frame may be (\(FrameCodec.pairedLimit / 1024) KiB)")]))
+                    }
                 case .failure(let error):
                     link.send(Frame(.error, ["request": .uint32(request), "name": .string(error.name), "message": .string(error.message)]))
                 }

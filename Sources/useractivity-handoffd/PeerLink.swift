@@ -164,11 +164,17 @@ final class PeerLink {
 
     // MARK: Frames
 
-    func send(_ frame: Frame) {
-        guard !isClosed else { return }
-        outgoing.append(FrameCodec.encode(frame))
+    /// Queues a frame; false (and nothing sent) when the peer would refuse it as too large.
+    @discardableResult
+    func send(_ frame: Frame) -> Bool {
+        guard !isClosed else { return false }
+        guard let bytes = FrameCodec.encode(frame, limit: isPaired ? FrameCodec.pairedLimit : FrameCodec.unpairedLimit) else {
+            return false
+        }
+        outgoing.append(bytes)
         liveness.sent(now: clock.nowMicroseconds)
         writeNext()
+        return true
     }
 
     private func writeNext() {

@@ -57,6 +57,16 @@ import TypedValues
         #expect(try paired.next() == big)
     }
 
+    @Test func theSenderKnowsWhenAFrameWouldBeRefused() throws {
+        let big = Frame(.fetchReply, ["blob": .string(String(repeating: "x", count: FrameCodec.pairedLimit))])
+        #expect(FrameCodec.encode(big, limit: FrameCodec.pairedLimit) == nil)
+        let small = Frame(.fetchReply, ["blob": .string("x")])
+        let bytes = try #require(FrameCodec.encode(small, limit: FrameCodec.pairedLimit))
+        var reader = FrameReader(limit: FrameCodec.pairedLimit)
+        reader.append(bytes)
+        #expect(try reader.next() == small)
+    }
+
     @Test func namesEachDecodingError() {
         #expect(throws: FrameDecodingError.empty) { try FrameCodec.decode([]) }
         #expect(throws: FrameDecodingError.unknownKind(200)) { try FrameCodec.decode([200, 1]) }
