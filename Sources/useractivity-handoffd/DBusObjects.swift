@@ -137,7 +137,14 @@ extension HandoffDaemon {
         switch (name, value) {
         case ("Enabled", .boolean(let on)):
             guard on != state.enabled else { return }
-            if on { try enable() } else { disable() }
+            if on {
+                do { try enable() } catch {
+                    emitManagerChanged(["IdentityError"])
+                    throw error
+                }
+            } else {
+                disable()
+            }
             state.enabled = on
             save()
             republish()
