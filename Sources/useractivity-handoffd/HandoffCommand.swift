@@ -48,9 +48,10 @@ enum HandoffCommand {
                 return usageError("Unknown option '\(argument)'")
             }
         }
+        let level: Logger.Level = verbose ? .debug : .info
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = verbose ? .debug : .info
+            handler.logLevel = level
             return handler
         }
         let log = Logger(label: "useractivity-handoffd")

@@ -700,18 +700,13 @@ func hostPart(of address: String) -> String {
 
 /// The machine's pretty host name (/etc/machine-info), else its host name.
 func prettyHostName() -> String {
-    if let file = GLibKeyFile.load(path: "/etc/machine-info"), let pretty = file.string(group: "", key: "PRETTY_HOSTNAME") {
+    if let text = try? StateDirectory(path: "/etc").read("machine-info"),
+       let pretty = MachineInfo.prettyHostName(fromMachineInfo: String(decoding: text, as: UTF8.self)) {
         return pretty
-    }
-    if let text = try? StateDirectory(path: "/etc").read("machine-info") {
-        for line in String(decoding: text, as: UTF8.self).split(separator: "\n") where line.hasPrefix("PRETTY_HOSTNAME=") {
-            let value = String(line.dropFirst("PRETTY_HOSTNAME=".count).filter { $0 != "\"" && $0 != "'" })
-            if !value.isEmpty { return value }
-        }
     }
     var buffer = [CChar](repeating: 0, count: 256)
     gethostname(&buffer, 255)
-    return String(cString: buffer)
+    return buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
 }
 
 extension GLibKeyFile: KeyFileReading {}

@@ -60,3 +60,13 @@ import Testing
         #expect(try directory.loadState().state == HandoffState())
     }
 }
+
+@Suite struct MachineInfoTests {
+    @Test func readsThePrettyHostName() {
+        #expect(MachineInfo.prettyHostName(fromMachineInfo: "CHASSIS=laptop\nPRETTY_HOSTNAME=\"Ann's \\\"Laptop\\\"\"\n") == "Ann's \"Laptop\"")
+        #expect(MachineInfo.prettyHostName(fromMachineInfo: "PRETTY_HOSTNAME='Desk'") == "Desk")
+        #expect(MachineInfo.prettyHostName(fromMachineInfo: "PRETTY_HOSTNAME=Plain name") == "Plain name")
+        #expect(MachineInfo.prettyHostName(fromMachineInfo: "PRETTY_HOSTNAME=\"\"\n") == nil)
+        #expect(MachineInfo.prettyHostName(fromMachineInfo: "ICON_NAME=computer") == nil)
+    }
+}
