@@ -9,11 +9,14 @@ public struct KnownDevice: Sendable, Equatable {
     public var name: String
     public var address: String
     public var paired: Bool
-    public init(id: String, name: String = "", address: String = "", paired: Bool = false) {
+    /// Unpaired here while it was unreachable: it is told when it comes back.
+    public var tellUnpair: Bool
+    public init(id: String, name: String = "", address: String = "", paired: Bool = false, tellUnpair: Bool = false) {
         self.id = id
         self.name = name
         self.address = address
         self.paired = paired
+        self.tellUnpair = tellUnpair
     }
 }
 
@@ -50,6 +53,7 @@ public struct HandoffState: Sendable, Equatable {
         for peer in pendingPeers.sorted() { out += "\n[Peer \(Self.escape(peer))]\n" }
         for device in devices.values.sorted(by: { $0.id < $1.id }) {
             out += "\n[Device \(device.id)]\nName=\(Self.escape(device.name))\nAddress=\(Self.escape(device.address))\nPaired=\(device.paired)\n"
+            if device.tellUnpair { out += "TellUnpair=true\n" }
         }
         return out
     }
@@ -102,6 +106,7 @@ public struct HandoffState: Sendable, Equatable {
                 case "Name": device!.name = value
                 case "Address": device!.address = value
                 case "Paired": device!.paired = value == "true"
+                case "TellUnpair": device!.tellUnpair = value == "true"
                 default: warnings.append("line \(number + 1): unknown key \(key)")
                 }
             }

@@ -31,6 +31,8 @@ final class Device {
     var name = ""
     var address = ""
     var paired = false
+    /// Unpaired here while unreachable: tell it when it comes back.
+    var tellUnpair = false
     var link: PeerLink?
     var currentActivity: [String: TypedValue] = [:]
     var remoteActivity: LocalActivity?
@@ -129,6 +131,7 @@ final class HandoffDaemon {
             device.name = known.name
             device.address = known.address
             device.paired = known.paired
+            device.tellUnpair = known.tellUnpair
             devices[known.id] = device
         }
         catalog = AppCatalog.load(applicationDirectories: AppCatalog.applicationDirectories(environment: environment),
@@ -279,6 +282,8 @@ final class HandoffDaemon {
         let id = Hex.encode(key)
         if id == identity?.deviceID { return false }
         if devices[id]?.paired == true { return true }
+        // Only to tell it that it was unpaired while away.
+        if devices[id]?.tellUnpair == true { return true }
         if role == .client { return true }
         return discoverable || pairing.current?.peer == id
     }
@@ -339,7 +344,8 @@ final class HandoffDaemon {
         link.helloReceived = true
         let id = link.peerDeviceID
         // An unknown key that got through the handshake just before Discoverable went off.
-        if devices[id]?.paired != true && link.role == .server && !discoverable && pairing.current?.peer != id {
+        if devices[id]?.paired != true && devices[id]?.tellUnpair != true && link.role == .server && !discoverable
+            && pairing.current?.peer != id {
             link.close(reason: "unknown key and not discoverable")
             return
         }
@@ -366,6 +372,14 @@ final class HandoffDaemon {
             old.close(reason: "replaced by a newer link")
         }
         device.link = link
+        if device.tellUnpair && !device.paired {
+            device.tellUnpair = false
+            persistDevice(device)
+            log.info("telling \(device.name) it was unpaired")
+            link.send(Frame(.unpair))
+            link.close(afterSending: "unpaired while it was away")
+            return
+        }
         if link.role == .client { sendHello(on: link) }
         if isNew {
             emitInterfacesAdded(device)
@@ -383,7 +397,8 @@ final class HandoffDaemon {
     }
 
     func persistDevice(_ device: Device) {
-        state.devices[device.id] = KnownDevice(id: device.id, name: device.name, address: device.address, paired: device.paired)
+        state.devices[device.id] = KnownDevice(id: device.id, name: device.name, address: device.address, paired: device.paired,
+                                               tellUnpair: device.tellUnpair)
         save()
     }
 
@@ -510,7 +525,11 @@ final class HandoffDaemon {
     }
 
     func unpair(_ device: Device) {
-        device.link?.send(Frame(.unpair))
+        if device.reachable {
+            device.link?.send(Frame(.unpair))
+        } else if !device.address.isEmpty {
+            device.tellUnpair = true
+        }
         forget(device)
     }
 
@@ -525,8 +544,7 @@ final class HandoffDaemon {
         device.remoteActivity = nil
         device.currentActivity = [:]
         notifier?.withdraw(device.id)
-        state.devices[device.id] = nil
-        save()
+        if device.tellUnpair { persistDevice(device) } else { state.devices[device.id] = nil; save() }
         emitDeviceChanged(device, ["Paired", "CurrentActivity"])
         device.link?.close(reason: "unpaired")
     }
@@ -677,7 +695,8 @@ final class HandoffDaemon {
             emitManagerChanged(["Discoverable"])
         }
         guard state.enabled, service != nil else { return }
-        for device in devices.values where device.paired && device.link == nil && !device.address.isEmpty && now >= device.reconnectAt {
+        for device in devices.values where (device.paired || device.tellUnpair) && device.link == nil && !device.address.isEmpty
+            && now >= device.reconnectAt {
             device.reconnectAt = now + 5_000_000
             if !links.contains(where: { $0.address == device.address }) { dial(device.address) }
         }

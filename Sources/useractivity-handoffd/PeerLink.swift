@@ -43,6 +43,8 @@ final class PeerLink {
     private var reader = FrameReader(limit: FrameCodec.unpairedLimit)
     private var outgoing: [[UInt8]] = []
     private var isWriting = false
+    /// Close once everything queued is written (after a last frame).
+    private var closeWhenWritten: String?
     private let readBuffer = UnsafeMutableRawPointer.allocate(byteCount: 16384, alignment: 8)
     private var writeBuffer: UnsafeMutableRawPointer?
 
@@ -177,7 +179,14 @@ final class PeerLink {
         return true
     }
 
+    /// Sends what is queued, then closes.
+    func close(afterSending reason: String) {
+        closeWhenWritten = reason
+        writeNext()
+    }
+
     private func writeNext() {
+        if !isWriting, outgoing.isEmpty, let reason = closeWhenWritten { return close(reason: reason) }
         guard !isWriting, !isClosed, let tls, !outgoing.isEmpty else { return }
         let bytes = outgoing.removeFirst()
         writeBuffer?.deallocate()

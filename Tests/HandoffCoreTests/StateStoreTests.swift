@@ -27,6 +27,8 @@ import Testing
         state.pendingPeers = ["127.0.0.1:4000"]
         let id = Hex.encode(SHA256.hash([1]))
         state.devices[id] = KnownDevice(id: id, name: "Laptop", address: "[::1]:5000", paired: true)
+        let gone = Hex.encode(SHA256.hash([2]))
+        state.devices[gone] = KnownDevice(id: gone, name: "Old", address: "192.0.2.1:4000", paired: false, tellUnpair: true)
         let parsed = HandoffState.parse(state.serialized())
         #expect(parsed.state == state)
         #expect(parsed.warnings.isEmpty)

@@ -77,6 +77,21 @@ struct PairingTests {
         #expect(!state.contains("Paired=true"))
     }
 
+    @Test func aDeviceUnpairedWhileAwayIsToldWhenItComesBack() throws {
+        let stacks = try TwoStacks()
+        let (onA, onB) = try stacks.pair()
+        stacks.b.killHandoffd()
+        #expect(stacks.a.waitForDevice(onA, "Reachable", { $0 == .boolean(false) }), "\(stacks.logs)")
+        _ = try stacks.a.call(HO.busName, onA, HO.device, "Unpair")
+        #expect(try stacks.a.deviceProperties(onA)["Paired"] == .boolean(false))
+        try stacks.b.startHandoffd()
+        // B still trusts A until A reaches it and says so.
+        #expect(stacks.b.waitForDevice(onB, "Paired", timeout: 30, { $0 == .boolean(false) }), "\(stacks.logs)")
+        #expect(stacks.a.handoffLog.contains("telling Stack B it was unpaired"))
+        let state = try String(contentsOfFile: stacks.a.session.stateHome + "/useractivity/handoff/peers.ini", encoding: .utf8)
+        #expect(!state.contains("TellUnpair=true") && !state.contains("Paired=true"), "\(state)")
+    }
+
     @Test func aNewKeyAtAPairedAddressIsNotAccepted() throws {
         let stacks = try TwoStacks()
         let (onA, _) = try stacks.pair()
