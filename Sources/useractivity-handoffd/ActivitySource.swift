@@ -174,14 +174,26 @@ final class ActivitySource {
         try bus.addMatch("type='signal',sender='\(Self.service)',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'")
         try bus.addMatch("type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(Self.service)'")
         try lock.start { [weak self] in self?.recompute() }
+        introduce()
         refresh()
+    }
+
+    /// Calls GetManagedObjects once per service instance: the service sends
+    /// the signals of activities to unconfined connections that have called it.
+    private func introduce() {
+        let call = Message.methodCall(destination: Self.service, path: Self.managerPath,
+                                      interface: "org.freedesktop.DBus.ObjectManager", member: "GetManagedObjects")
+        call.allowsAutoStart = false
+        bus.callAsync(call, timeoutMilliseconds: 10_000) { _ in }
     }
 
     /// Sees every message of the session bus first; never consumes it.
     func handle(_ message: Message) -> Bool {
         if lock.handle(message) { return true }
         guard message.kind == .signal else { return false }
-        if message.member == "NameOwnerChanged" && message.interface == "org.freedesktop.DBus" {
+        if message.member == "NameOwnerChanged" && message.interface == "org.freedesktop.DBus",
+           (try? message.arguments())?.first?.stringValue == Self.service {
+            introduce()
             refresh()
             return false
         }
