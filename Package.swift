@@ -10,6 +10,7 @@ let package = Package(
         .executable(name: "useractivity-bench", targets: ["useractivity-bench"]),
         .library(name: "UserActivity", targets: ["UserActivity"]),
         .executable(name: "useractivityctl", targets: ["useractivityctl"]),
+        .executable(name: "useractivity-handoffd", targets: ["useractivity-handoffd"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -23,6 +24,8 @@ let package = Package(
                        providers: [.apt(["libglib2.0-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3",
                        providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CGnuTLS", pkgConfig: "gnutls",
+                       providers: [.apt(["libgnutls28-dev"])]),
 
         // A D-Bus-shaped value tree with no transport attached: shared by the
         // core (validation, storage) and DBusKit (marshalling).
@@ -59,6 +62,17 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
+        // Handoff between devices, plain Swift: frames, pairing code and
+        // rules, pinned devices, what may be advertised. No GLib, no network.
+        .target(name: "HandoffCore", dependencies: ["TypedValues", "ActivityStore"]),
+        // The network-facing daemon: GIO TLS sockets on the GLib loop, GnuTLS
+        // for its key, D-Bus objects of org.example.UserActivity.Handoff.
+        .executableTarget(name: "useractivity-handoffd", dependencies: [
+            "HandoffCore", "CGnuTLS", "CGLib", "DBusKit", "GLibSupport", "TypedValues", "UserActivityCore",
+            "UserActivityInterfaces",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+
         // Test helpers: private dbus-daemon, child processes, fixture apps.
         .target(name: "TestSupport", path: "Tests/TestSupport", exclude: ["README.md"]),
         .testTarget(name: "UserActivityCoreTests", dependencies: ["UserActivityCore", "TypedValues", "GLibSupport"]),
@@ -74,6 +88,8 @@ let package = Package(
         // Real sandboxes: bwrap + xdg-dbus-proxy (Flatpak) and snap cgroups, around the built daemon.
         .testTarget(name: "SandboxTests", dependencies: ["TestSupport"]),
         .testTarget(name: "HardeningTests", dependencies: ["TestSupport", "DBusKit", "TypedValues", "UserActivityCore", "UserActivityService", "UserActivityInterfaces", "GLibSupport", "ActivityStore", "UserActivity"]),
+        .testTarget(name: "HandoffCoreTests", dependencies: ["HandoffCore", "TypedValues"]),
+        .testTarget(name: "HandoffTests", dependencies: ["TestSupport", "DBusKit", "TypedValues"]),
     ],
     swiftLanguageModes: [.v6]
 )

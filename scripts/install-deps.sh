@@ -4,7 +4,9 @@
 set -euo pipefail
 packages=(libdbus-1-dev libglib2.0-dev libsqlite3-dev dbus-daemon dbus-bin libglib2.0-bin systemd pkg-config
   # Tests/SandboxTests: apps run as Flatpak runs them (bwrap, xdg-dbus-proxy), scripted with GDBus from Python.
-  bubblewrap xdg-dbus-proxy python3-gi gir1.2-glib-2.0)
+  bubblewrap xdg-dbus-proxy python3-gi gir1.2-glib-2.0
+  # useractivity-handoffd: GnuTLS keys, GIO TLS (glib-networking); its tests' hostile peers use openssl.
+  libgnutls28-dev glib-networking openssl)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

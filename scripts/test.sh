@@ -9,6 +9,7 @@ scripts/install-deps.sh
 swift build
 # The D-Bus introspection kept in dbus/ must be what the daemon serves.
 diff -u dbus/org.example.UserActivity.xml <(.build/debug/useractivityd --print-introspection)
+diff -u dbus/org.example.UserActivity.Handoff.xml <(.build/debug/useractivity-handoffd --print-introspection)
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 status=0

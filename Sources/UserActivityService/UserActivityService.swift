@@ -264,6 +264,8 @@ public final class UserActivityService {
                 "GetSuggestions": { $0.getSuggestions($1) },
                 "ContinueActivity": { $0.continuation.continueActivity($1) },
                 "ContinueSavedActivity": { $0.continuation.continueSavedActivity($1) },
+                "FetchForHandoff": { $0.continuation.fetchForHandoff($1) },
+                "MarkContinued": { $0.continuation.markContinued($1) },
                 "RegisterApplication": { $0.registerApplication($1) },
                 "RegisterHandler": { $0.continuation.registerHandler($1) },
                 "OpenContinuationStream": { $0.continuation.openContinuationStream($1) },

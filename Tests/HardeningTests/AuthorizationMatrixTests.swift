@@ -172,6 +172,14 @@ struct AuthorizationMatrixTests {
             }),
         Row(interface: UA.manager, member: "ContinueSavedActivity", variant: "editor's entry", expected: allow(except: [.confinedOther: .notFound]).mapValues { $0 == .ok ? .error(.remoteApplicationTimedOut) : $0 },
             call: manager("ContinueSavedActivity") { context in [.string(try context.savedID()), properties([("timeout-ms", .uint32(150))])] }),
+        Row(interface: UA.manager, member: "FetchForHandoff", variant: "editor's live activity", expected: unconfinedOnly,
+            call: manager("FetchForHandoff") { context in [.objectPath(try context.activity()), properties([])] },
+            check: { _, caller, result in
+                guard case .success(let reply) = result else { return nil }
+                return reply.first == .string(UA.editType) ? nil : "\(caller) got \(reply) instead of the editor's payload"
+            }),
+        Row(interface: UA.manager, member: "MarkContinued", variant: "editor's live activity", expected: unconfinedOnly,
+            call: manager("MarkContinued") { context in [.objectPath(try context.activity()), .string(UA.viewer)] }),
         Row(interface: UA.manager, member: "RegisterApplication", variant: "the editor", expected: allow(except: [.confinedOther: .accessDenied]),
             call: manager("RegisterApplication") { _ in [.string(UA.editor)] }),
         Row(interface: UA.manager, member: "RegisterHandler", variant: "", expected: needsIdentity,

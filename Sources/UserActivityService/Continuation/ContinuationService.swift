@@ -135,6 +135,60 @@ final class ContinuationService {
         }
     }
 
+    /// The live activity an unconfined caller (useractivity-handoffd) names by path.
+    private func handoffOrigin(_ invocation: Invocation, _ identity: ConnectionIdentity) throws -> (String, LiveActivity) {
+        guard !identity.isConfined else {
+            throw UserActivityError.accessDenied("only unconfined callers (useractivity-handoffd, the shell) may read or mark activities for Handoff")
+        }
+        let path = invocation.arguments[0].objectPathValue ?? "/"
+        let id = path.hasPrefix(Interfaces.activityPathPrefix) ? String(path.dropFirst(Interfaces.activityPathPrefix.count)) : ""
+        guard let activity = registry.activity(id) else {
+            throw UserActivityError.notFound("no live activity at \(path): it was invalidated or its connection closed")
+        }
+        return (id, activity)
+    }
+
+    /// `FetchForHandoff(o activity, a{sv} options) → (s activity_type, a{sv} properties)`:
+    /// the payload for another device, after NeedsSave, without continuing here.
+    func fetchForHandoff(_ invocation: Invocation) {
+        let optionEntries = invocation.entries(1)
+        service.withCaller(invocation) { [unowned self] identity in
+            let (id, activity) = try handoffOrigin(invocation, identity)
+            let date = activity.properties.expirationDate
+            if activity.hasExpired || (date != 0 && date <= now()) {
+                throw UserActivityError.expired("the activity \(activity.activityType) expired; it can no longer be continued")
+            }
+            guard activity.properties.eligibleForHandoff else {
+                throw UserActivityError(.notEligible, "the activity \(activity.activityType) is not eligible for handoff")
+            }
+            let options = try ContinuationOptions.parse(optionEntries, method: "FetchForHandoff")
+            let answer: () -> Void = { [unowned self] in
+                guard let origin = registry.activity(id) else {
+                    invocation.fail(UserActivityError.notFound("the activity ended while its owner was saving it"))
+                    return
+                }
+                let payload = ContinuationPayload(activityType: origin.activityType, properties: origin.properties, publisher: origin.appID)
+                invocation.reply([.string(origin.activityType), payload.dictionary])
+            }
+            if needsSave.mustRefresh(activity) {
+                needsSave.refresh(id, timeoutMilliseconds: options.timeoutMilliseconds, completion: answer)
+            } else {
+                answer()
+            }
+        }
+    }
+
+    /// `MarkContinued(o activity, s by_app_id)`: continued on another device.
+    func markContinued(_ invocation: Invocation) {
+        let app = invocation.string(1)
+        service.withCaller(invocation) { [unowned self] identity in
+            let (id, _) = try handoffOrigin(invocation, identity)
+            try ReverseDNSName.validate(app, as: "by_app_id")
+            invocation.reply()
+            service.signal(UserActivityService.path(of: id), Interfaces.activityName, "Continued", [.string(app)])
+        }
+    }
+
     /// `RegisterHandler(o handler)`: the caller's app receives continuations there.
     func registerHandler(_ invocation: Invocation) {
         let path = invocation.arguments[0].objectPathValue ?? "/"

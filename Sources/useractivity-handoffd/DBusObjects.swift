@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: Apache-2.0
+#if canImport(Glibc)
+import Glibc
+#endif
+import CGLib
+import DBusKit
+import HandoffCore
+import GLibSupport
+import TypedValues
+import UserActivityCore
+import UserActivityInterfaces
+
+/// The D-Bus side of the daemon: routing, properties, signals. Glue only.
+extension HandoffDaemon {
+    func reply(_ call: Message, _ values: [TypedValue] = []) {
+        guard call.expectsReply else { return }
+        if let message = try? Message.methodReturn(to: call, values) { bus.send(message) }
+    }
+
+    func reply(_ call: Message, error: HandoffError) {
+        guard call.expectsReply else { return }
+        bus.send(Message.error(to: call, name: error.name, message: error.message))
+    }
+
+    /// Every message passes here first (the service's and the notification server's signals).
+    func filter(_ message: Message) -> Bool {
+        if message.kind == .signal, message.member == "NameOwnerChanged", let arguments = try? message.arguments(),
+           arguments.count == 3, let name = arguments[0].stringValue, name.hasPrefix(":"), arguments[2].stringValue == "" {
+            confinedCallers[name] = nil
+            if agent?.sender == name { agent = nil }
+        }
+        if activitySource?.handle(message) == true { return true }
+        if notifier?.handle(message) == true { return true }
+        return false
+    }
+
+    /// A confined (Flatpak, Snap) caller, found as useractivityd finds it
+    /// (UserActivityCore's ProcessIdentityProbe: /.flatpak-info in its root,
+    /// a snap cgroup; a process that cannot be inspected fails closed).
+    func isConfined(_ sender: String) -> Bool {
+        if let known = confinedCallers[sender] { return known }
+        let connectedAt = ProcessIdentityProbe.ticksSinceBoot()
+        var confined = true
+        if let pid = try? bus.callBus("GetConnectionUnixProcessID", [.string(sender)]).first?.uint32Value {
+            let probe = ProcessIdentityProbe(loadKeyFile: { path -> (any KeyFileReading)? in GLibKeyFile.load(path: path) })
+            let identity = probe.identify(pid: pid, catalog: catalog, connectedAtTicks: connectedAt)
+            confined = identity.isConfined
+            if confined { log.info("confined caller \(sender): \(identity.source)") }
+        }
+        confinedCallers[sender] = confined
+        return confined
+    }
+
+    func route(_ message: Message) -> Bool {
+        guard message.kind == .methodCall, let path = message.path, let member = message.member else { return false }
+        let interface = message.interface ?? ""
+        if interface == "org.freedesktop.DBus.Peer" { return false }
+        let device: Device?
+        if path == HandoffInterfaces.managerPath {
+            device = nil
+        } else if path.hasPrefix(HandoffInterfaces.devicePathPrefix), let found = devices[String(path.dropFirst(HandoffInterfaces.devicePathPrefix.count))] {
+            device = found
+        } else {
+            if interface == "org.freedesktop.DBus.Introspectable" && member == "Introspect" && path == "/org/example/UserActivity/Handoff/device" {
+                reply(message, [.string(StandardInterfacesXML.doctype + "<node>\n" + devices.keys.sorted().map { "  <node name=\"\($0)\"/>\n" }.joined() + "</node>\n")])
+                return true
+            }
+            bus.send(Message.error(to: message, name: "org.freedesktop.DBus.Error.UnknownObject", message: "no object at \(path)"))
+            return true
+        }
+        if interface == "org.freedesktop.DBus.Introspectable" {
+            let children = device == nil ? ["device"] : []
+            reply(message, [.string(HandoffInterfaces.servedXML(for: path, children: children))])
+            return true
+        }
+        guard let sender = message.sender, !isConfined(sender) else {
+            reply(message, error: HandoffError("AccessDenied", "only unconfined callers (the shell, settings, the CLI) may use Handoff"))
+            return true
+        }
+        let arguments = (try? message.arguments()) ?? []
+        let description = device == nil ? HandoffInterfaces.manager : HandoffInterfaces.device
+        if interface == description.name || interface.isEmpty, let method = description.method(member) {
+            guard message.signature == method.inputSignature else {
+                bus.send(Message.error(to: message, name: "org.freedesktop.DBus.Error.InvalidArgs",
+                                       message: "\(member) takes (\(method.inputSignature)), not (\(message.signature))"))
+                return true
+            }
+            if let device { deviceMethod(member, device, arguments, message, sender) } else { managerMethod(member, arguments, message, sender) }
+            return true
+        }
+        switch (interface, member) {
+        case ("org.freedesktop.DBus.Properties", "Get"):
+            guard let name = arguments.dropFirst().first?.stringValue, let value = properties(of: device).first(where: { $0.0 == name })?.1 else {
+                reply(message, error: HandoffError("org.freedesktop.DBus.Error.UnknownProperty", "no such property"))
+                return true
+            }
+            reply(message, [.variant(value)])
+        case ("org.freedesktop.DBus.Properties", "GetAll"):
+            reply(message, [.stringVariantDictionary(properties(of: device))])
+        case ("org.freedesktop.DBus.Properties", "Set"):
+            guard device == nil, arguments.count == 3, let name = arguments[1].stringValue, case .variant(let value) = arguments[2] else {
+                reply(message, error: HandoffError("org.freedesktop.DBus.Error.PropertyReadOnly", "device properties are read-only"))
+                return true
+            }
+            do {
+                try setManagerProperty(name, value)
+                reply(message)
+            } catch let error as HandoffError {
+                reply(message, error: error)
+            } catch {
+                reply(message, error: HandoffError("HandoffFailed", "\(error)"))
+            }
+        case ("org.freedesktop.DBus.ObjectManager", "GetManagedObjects") where device == nil:
+            let objects: [TypedValue.DictionaryEntry] = devices.values.sorted { $0.id < $1.id }.map { device in
+                .init(key: .objectPath(device.path), value: interfacesAndProperties(device))
+            }
+            reply(message, [.dictionary(keyType: "o", valueType: "a{sa{sv}}", objects)])
+        default:
+            bus.send(Message.error(to: message, name: "org.freedesktop.DBus.Error.UnknownMethod", message: "no method \(interface).\(member) at \(path)"))
+        }
+        return true
+    }
+
+    func properties(of device: Device?) -> [(String, TypedValue)] {
+        if let device { return device.properties() }
+        return [("Enabled", .boolean(state.enabled)), ("DeviceName", .string(state.deviceName)),
+                ("DeviceId", .string(identity?.deviceID ?? state.deviceID)), ("Discoverable", .boolean(discoverable)),
+                ("DiscoverableTimeout", .uint32(state.discoverableTimeout)), ("NotifyContinuable", .boolean(state.notifyContinuable)),
+                ("ListenPort", .uint16(boundPort)), ("IdentityError", .string(identityError))]
+    }
+
+    private func interfacesAndProperties(_ device: Device) -> TypedValue {
+        .dictionary(keyType: "s", valueType: "a{sv}", [.init(key: .string(HandoffInterfaces.deviceName), value: .stringVariantDictionary(device.properties()))])
+    }
+
+    private func setManagerProperty(_ name: String, _ value: TypedValue) throws {
+        switch (name, value) {
+        case ("Enabled", .boolean(let on)):
+            guard on != state.enabled else { return }
+            if on {
+                do { try enable() } catch {
+                    emitManagerChanged(["IdentityError"])
+                    throw error
+                }
+            } else {
+                disable()
+            }
+            state.enabled = on
+            save()
+            republish()
+            emitManagerChanged(["Enabled", "DeviceId", "ListenPort", "IdentityError", "Discoverable"])
+        case ("DeviceName", .string(let text)):
+            guard !text.isEmpty, text.utf8.count <= 255 else { throw HandoffError("InvalidArgument", "DeviceName must be 1 to 255 bytes") }
+            state.deviceName = text
+            save()
+            emitManagerChanged(["DeviceName"])
+            republish()
+            for device in devices.values where device.reachable { if let link = device.link { sendHello(on: link) } }
+        case ("Discoverable", .boolean(let on)):
+            discoverableWindow.set(on, now: clock.nowMicroseconds)
+            republish()
+            emitManagerChanged(["Discoverable"])
+        case ("DiscoverableTimeout", .uint32(let seconds)):
+            state.discoverableTimeout = seconds
+            save()
+            emitManagerChanged(["DiscoverableTimeout"])
+        case ("NotifyContinuable", .boolean(let on)):
+            state.notifyContinuable = on
+            save()
+            if !on { for device in devices.values { notifier?.withdraw(device.id) } }
+            emitManagerChanged(["NotifyContinuable"])
+        case ("DeviceId", _), ("ListenPort", _), ("IdentityError", _):
+            throw HandoffError("org.freedesktop.DBus.Error.PropertyReadOnly", "\(name) is read-only")
+        default:
+            if properties(of: nil).contains(where: { $0.0 == name }) {
+                throw HandoffError("InvalidArgument", "\(name) takes \(HandoffInterfaces.manager.property(name)?.signature ?? "?"), not \(value.signature)")
+            }
+            throw HandoffError("org.freedesktop.DBus.Error.UnknownProperty", "no property \(name)")
+        }
+    }
+
+    private func managerMethod(_ member: String, _ arguments: [TypedValue], _ message: Message, _ sender: String) {
+        switch member {
+        case "RegisterAgent":
+            agent = (sender, arguments[0].objectPathValue ?? "/")
+            reply(message)
+        case "UnregisterAgent":
+            if agent?.sender == sender && agent?.path == arguments[0].objectPathValue { agent = nil }
+            reply(message)
+        case "AddPeer":
+            let address = arguments[0].stringValue ?? ""
+            guard isValidAddress(address) else {
+                return reply(message, error: HandoffError("InvalidArgument", "'\(address.prefix(100))' is not host:port"))
+            }
+            guard state.enabled, socketClient != nil else {
+                return reply(message, error: HandoffError("ConnectionUnavailable", "Handoff is not enabled"))
+            }
+            if let known = devices.values.first(where: { $0.address == address && $0.reachable }) {
+                return reply(message, [.objectPath(known.path)])
+            }
+            if !state.pendingPeers.contains(address) {
+                state.pendingPeers.append(address)
+                save()
+            }
+            guard let client = socketClient, let certificate else { return }
+            let link = makeLink(role: .client, address: address)
+            pendingAddPeer.append((link, message))
+            link.connect(client: client.as(GSocketClient.self), certificate: certificate)
+        case "ResetIdentity":
+            disable()
+            for device in devices.values { emitInterfacesRemoved(device) }
+            devices.removeAll()
+            state.devices.removeAll()
+            state.deviceID = ""
+            identity = nil
+            directory.remove(IdentityStore.keyFile)
+            directory.remove(IdentityStore.certificateFile)
+            do {
+                let made = try IdentityStore.create(in: directory, name: state.deviceName)
+                identity = made
+                identityError = ""
+                state.deviceID = made.deviceID
+                save()
+                if state.enabled { try enable() }
+                reply(message, [.string(made.deviceID)])
+            } catch {
+                reply(message, error: HandoffError("HandoffFailed", "cannot make a new identity: \(error)"))
+            }
+            emitManagerChanged(["DeviceId", "IdentityError", "ListenPort"])
+        default:
+            reply(message, error: HandoffError("org.freedesktop.DBus.Error.UnknownMethod", member))
+        }
+    }
+
+    private func deviceMethod(_ member: String, _ device: Device, _ arguments: [TypedValue], _ message: Message, _ sender: String) {
+        switch member {
+        case "Pair":
+            if device.paired { return reply(message) }
+            startPairing(device, call: message)
+        case "CancelPairing":
+            if let event = pairing.cancel(peer: device.id) { finishPairing(event) }
+            reply(message)
+        case "Unpair":
+            guard device.paired else { return reply(message, error: HandoffError("NotPaired", "\(device.name) is not paired")) }
+            unpair(device)
+            reply(message)
+        case "ContinueActivity":
+            continueActivity(on: device, options: arguments[0].stringVariantEntries ?? []) { [weak self] result in
+                switch result {
+                case .success(let app): self?.reply(message, [.string(app)])
+                case .failure(let error): self?.reply(message, error: error)
+                }
+            }
+        default:
+            reply(message, error: HandoffError("org.freedesktop.DBus.Error.UnknownMethod", member))
+        }
+    }
+
+    private func isValidAddress(_ address: String) -> Bool {
+        guard let colon = address.lastIndex(of: ":"), let port = UInt16(address[address.index(after: colon)...]), port > 0 else { return false }
+        let host = address[..<colon]
+        return !host.isEmpty && host.utf8.count <= 253 && !host.contains(where: { $0.isWhitespace || $0 == "/" })
+    }
+
+    // MARK: Signals
+
+    func emitManagerChanged(_ names: [String]) {
+        let all = properties(of: nil)
+        let changed = names.compactMap { name in all.first { $0.0 == name } }
+        signal(HandoffInterfaces.managerPath, "org.freedesktop.DBus.Properties", "PropertiesChanged",
+               [.string(HandoffInterfaces.managerName), .stringVariantDictionary(changed), .array(elementType: "s", [])])
+    }
+
+    func emitDeviceChanged(_ device: Device, _ names: [String]) {
+        guard devices[device.id] === device else { return }
+        let all = device.properties()
+        let changed = names.compactMap { name in all.first { $0.0 == name } }
+        signal(device.path, "org.freedesktop.DBus.Properties", "PropertiesChanged",
+               [.string(HandoffInterfaces.deviceName), .stringVariantDictionary(changed), .array(elementType: "s", [])])
+    }
+
+    func emitInterfacesAdded(_ device: Device) {
+        signal(HandoffInterfaces.managerPath, "org.freedesktop.DBus.ObjectManager", "InterfacesAdded",
+               [.objectPath(device.path), interfacesAndProperties(device)])
+    }
+
+    func emitInterfacesRemoved(_ device: Device) {
+        signal(HandoffInterfaces.managerPath, "org.freedesktop.DBus.ObjectManager", "InterfacesRemoved",
+               [.objectPath(device.path), .array(elementType: "s", [.string(HandoffInterfaces.deviceName)])])
+    }
+
+    private func signal(_ path: String, _ interface: String, _ member: String, _ arguments: [TypedValue]) {
+        do {
+            bus.send(try Message.signal(path: path, interface: interface, member: member, arguments: arguments))
+        } catch {
+            log.error("cannot build \(member): \(error)")
+        }
+    }
+}

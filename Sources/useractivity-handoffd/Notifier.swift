@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+import DBusKit
+import Logging
+import TypedValues
+
+/// Desktop notifications (`org.freedesktop.Notifications`): pairing
+/// confirmation when no agent is registered, and "Continue “Title” from
+/// DeviceName" offers.
+final class Notifier {
+    static let name = "org.freedesktop.Notifications"
+    static let path = "/org/freedesktop/Notifications"
+    private let bus: Connection
+    private let log: Logger
+    private(set) var isAvailable = false
+    /// Notification id → what its actions do.
+    private var actions: [UInt32: (String) -> Void] = [:]
+    /// Device id → its "Continue" notification.
+    private var offers: [String: UInt32] = [:]
+
+    init(bus: Connection, log: Logger) {
+        self.bus = bus
+        self.log = log
+    }
+
+    func start() throws {
+        try bus.addMatch("type='signal',interface='\(Self.name)'")
+        try bus.addMatch("type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(Self.name)'")
+        isAvailable = (try? bus.callBus("NameHasOwner", [.string(Self.name)]).first) == .boolean(true)
+    }
+
+    func handle(_ message: Message) -> Bool {
+        guard message.kind == .signal else { return false }
+        if message.member == "NameOwnerChanged", let arguments = try? message.arguments(), arguments.count == 3,
+           arguments[0].stringValue == Self.name {
+            isAvailable = !(arguments[2].stringValue ?? "").isEmpty
+            return false
+        }
+        guard message.interface == Self.name, let arguments = try? message.arguments(),
+              let id = arguments.first?.uint32Value else { return false }
+        if message.member == "ActionInvoked", let key = arguments.dropFirst().first?.stringValue {
+            actions.removeValue(forKey: id)?(key)
+        } else if message.member == "NotificationClosed" {
+            actions.removeValue(forKey: id)?("closed")
+            offers = offers.filter { $0.value != id }
+        }
+        return false
+    }
+
+    private func notify(replacing: UInt32, summary: String, body: String, actionList: [String],
+                        completion: @escaping (UInt32?) -> Void) {
+        let message = try? Message.methodCall(destination: Self.name, path: Self.path, interface: Self.name, member: "Notify", arguments: [
+            .string("Handoff"), .uint32(replacing), .string("computer"), .string(summary), .string(body),
+            .array(elementType: "s", actionList.map { .string($0) }), .stringVariantDictionary([]), .int32(-1),
+        ])
+        guard let message else { return completion(nil) }
+        bus.callAsync(message, timeoutMilliseconds: 10_000) { [log] result in
+            switch result {
+            case .success(let reply): completion((try? reply.arguments())?.first?.uint32Value)
+            case .failure(let error):
+                log.info("notification failed: \(error.name)")
+                completion(nil)
+            }
+        }
+    }
+
+    /// Asks to accept a pairing; `answer(false)` when declined, closed or it could not be shown.
+    func askPairing(deviceID: String, deviceName: String, code: String, answer: @escaping (Bool) -> Void) {
+        notify(replacing: 0, summary: "Pair with \(deviceName)?",
+               body: "Accept only if \(deviceName) shows the code \(code).", actionList: ["accept", "Accept", "decline", "Decline"]) { [weak self] id in
+            guard let self, let id else { return answer(false) }
+            self.actions[id] = { key in answer(key == "accept") }
+        }
+    }
+
+    /// Shows or updates the offer to continue a device's activity.
+    func offerContinue(deviceID: String, title: String, deviceName: String, action: @escaping () -> Void) {
+        let previous = offers[deviceID] ?? 0
+        notify(replacing: previous, summary: "Continue “\(title)” from \(deviceName)", body: "",
+               actionList: ["default", "Continue", "continue", "Continue"]) { [weak self] id in
+            guard let self, let id else { return }
+            self.offers[deviceID] = id
+            self.actions[id] = { key in if key == "continue" || key == "default" { action() } }
+        }
+    }
+
+    func withdraw(_ deviceID: String) {
+        guard let id = offers.removeValue(forKey: deviceID) else { return }
+        actions[id] = nil
+        if let message = try? Message.methodCall(destination: Self.name, path: Self.path, interface: Self.name,
+                                                 member: "CloseNotification", arguments: [.uint32(id)]) {
+            message.expectsReply = false
+            bus.send(message)
+        }
+    }
+}

@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: Apache-2.0
+import CGLib
+#if canImport(Glibc)
+import Glibc
+#endif
+import HandoffCore
+import Logging
+
+/// One mutual-TLS 1.3 connection to another handoff daemon, on the GLib
+/// main context: handshake, pin check, frames in and out.
+final class PeerLink {
+    enum Role: String { case client, server }
+
+    let role: Role
+    let serial: Int
+    /// host:port dialed, or the remote address of an incoming connection.
+    var address: String
+    /// The peer's SPKI SHA-256 once the handshake finished.
+    private(set) var peerKeyID: [UInt8] = []
+    var peerDeviceID: String { Hex.encode(peerKeyID) }
+    private(set) var channelBinding: [UInt8] = []
+    /// The peer's hello arrived: the link is up.
+    var helloReceived = false
+    /// Its key is pinned: all frames allowed, larger frames.
+    var isPaired = false {
+        didSet { reader.limit = isPaired ? FrameCodec.pairedLimit : FrameCodec.unpairedLimit }
+    }
+    private(set) var isClosed = false
+    private var liveness: LinkLiveness
+
+    var onEstablished: ((PeerLink) -> Void)?
+    var onFrame: ((PeerLink, Frame) -> Void)?
+    var onClosed: ((PeerLink, String) -> Void)?
+
+    private let log: Logger
+    private let clock: HandoffClock
+    private let cancellable: GObjectRef
+    private var connection: GObjectRef?
+    private var tls: GObjectRef?
+    private var acceptHandler: SignalHandler?
+    /// Decides on the peer's key during the handshake (and again after it).
+    private let acceptsKey: ([UInt8]) -> Bool
+    private var reader = FrameReader(limit: FrameCodec.unpairedLimit)
+    private var outgoing: [[UInt8]] = []
+    private var isWriting = false
+    /// Close once everything queued is written (after a last frame).
+    private var closeWhenWritten: String?
+    private let readBuffer = UnsafeMutableRawPointer.allocate(byteCount: 16384, alignment: 8)
+    private var writeBuffer: UnsafeMutableRawPointer?
+
+    init(role: Role, serial: Int, address: String, clock: HandoffClock, log: Logger, keepaliveSeconds: Int64,
+         acceptsKey: @escaping ([UInt8]) -> Bool) {
+        self.role = role
+        self.serial = serial
+        self.address = address
+        self.clock = clock
+        self.log = log
+        self.acceptsKey = acceptsKey
+        cancellable = GObjectRef(taking: UnsafeMutableRawPointer(g_cancellable_new()!))
+        liveness = LinkLiveness(keepaliveSeconds: keepaliveSeconds, now: clock.nowMicroseconds)
+    }
+
+    deinit {
+        readBuffer.deallocate()
+        writeBuffer?.deallocate()
+    }
+
+    private var cancellablePointer: UnsafeMutablePointer<GCancellable> { cancellable.as(GCancellable.self) }
+
+    // MARK: Setting up
+
+    /// Dials `address` (host:port), without proxy, then runs the TLS client handshake.
+    func connect(client: UnsafeMutablePointer<GSocketClient>, certificate: GObjectRef) {
+        let (callback, data) = AsyncCompletion.callback { [self] source, result in
+            let connection: UnsafeMutablePointer<GSocketConnection>
+            do {
+                connection = try gioCall("g_socket_client_connect_to_host_finish") {
+                    g_socket_client_connect_to_host_finish(gcast(graw(source)), result, $0)
+                }
+            } catch {
+                close(reason: "cannot connect to \(address): \(error.gioMessage)")
+                return
+            }
+            self.startTLS(on: GObjectRef(taking: UnsafeMutableRawPointer(connection)), certificate: certificate)
+        }
+        g_socket_client_connect_to_host_async(client, address, 0, cancellablePointer, callback, data)
+    }
+
+    /// Takes an accepted TCP connection and runs the TLS server handshake.
+    func accept(connection: UnsafeMutableRawPointer, certificate: GObjectRef) {
+        startTLS(on: GObjectRef(retaining: connection), certificate: certificate)
+    }
+
+    private func startTLS(on connection: GObjectRef, certificate: GObjectRef) {
+        guard !isClosed else { return }
+        self.connection = connection
+        let socket = g_socket_connection_get_socket(connection.as(GSocketConnection.self))
+        // The client's connect timeout would also end idle reads: liveness is the keepalive's job.
+        g_socket_set_timeout(socket, 0)
+        // Without TCP_NODELAY a small request and its answer take ~40 ms (Nagle + delayed ACK).
+        _ = try? gioCall("g_socket_set_option") { g_socket_set_option(socket, Int32(IPPROTO_TCP), TCP_NODELAY, 1, $0) != 0 ? true : nil }
+        let base: UnsafeMutablePointer<GIOStream> = connection.as(GIOStream.self)
+        let stream: UnsafeMutablePointer<GIOStream>
+        do {
+            stream = try gioCall(role == .client ? "g_tls_client_connection_new" : "g_tls_server_connection_new") { error in
+                role == .client
+                    ? cglib_tls_client_new(base, certificate.as(GTlsCertificate.self), error)
+                    : cglib_tls_server_new(base, certificate.as(GTlsCertificate.self), error)
+            }
+        } catch {
+            close(reason: "TLS unavailable: \(error.gioMessage) (is glib-networking installed?)")
+            return
+        }
+        let tls = GObjectRef(taking: UnsafeMutableRawPointer(stream))
+        self.tls = tls
+        acceptHandler = connectAcceptCertificate(tls.raw) { [weak self] certificate in
+            guard let self, let certificate else { return false }
+            guard let key = try? DeviceIdentity.keyID(ofDER: certificateDER(certificate)) else { return false }
+            return self.acceptsKey(key)
+        }
+        let (callback, data) = AsyncCompletion.callback { [self] source, result in
+            do {
+                _ = try gioCall("g_tls_connection_handshake_finish") {
+                    g_tls_connection_handshake_finish(gcast(graw(source)), result, $0) != 0 ? true : nil
+                }
+            } catch {
+                close(reason: "TLS handshake with \(address) failed: \(error.gioMessage)")
+                return
+            }
+            handshakeFinished()
+        }
+        g_tls_connection_handshake_async(tls.as(GTlsConnection.self), G_PRIORITY_DEFAULT, cancellablePointer, callback, data)
+    }
+
+    private func handshakeFinished() {
+        guard let tls, !isClosed else { return }
+        let connection = tls.as(GTlsConnection.self)
+        guard g_tls_connection_get_protocol_version(connection) == G_TLS_PROTOCOL_VERSION_TLS_1_3 else {
+            close(reason: "\(address) negotiated a TLS version below 1.3: refused")
+            return
+        }
+        // A resumed session would skip accept-certificate: check the pin again.
+        guard let certificate = g_tls_connection_get_peer_certificate(connection),
+              let key = try? DeviceIdentity.keyID(ofDER: certificateDER(UnsafeMutableRawPointer(certificate))),
+              acceptsKey(key)
+        else {
+            close(reason: "\(address) presented no acceptable key")
+            return
+        }
+        peerKeyID = key
+        let binding = g_byte_array_new()!
+        defer { g_byte_array_unref(binding) }
+        do {
+            _ = try gioCall("g_tls_connection_get_channel_binding_data") {
+                g_tls_connection_get_channel_binding_data(connection, G_TLS_CHANNEL_BINDING_TLS_EXPORTER, binding, $0) != 0 ? true : nil
+            }
+        } catch {
+            close(reason: "no TLS channel binding: \(error.gioMessage)")
+            return
+        }
+        channelBinding = Array(UnsafeBufferPointer(start: binding.pointee.data, count: Int(binding.pointee.len)))
+        liveness.received(now: clock.nowMicroseconds)
+        readMore()
+        onEstablished?(self)
+    }
+
+    // MARK: Frames
+
+    /// Queues a frame; false (and nothing sent) when the peer would refuse it as too large.
+    @discardableResult
+    func send(_ frame: Frame) -> Bool {
+        guard !isClosed else { return false }
+        guard let bytes = FrameCodec.encode(frame, limit: isPaired ? FrameCodec.pairedLimit : FrameCodec.unpairedLimit) else {
+            return false
+        }
+        outgoing.append(bytes)
+        liveness.sent(now: clock.nowMicroseconds)
+        writeNext()
+        return true
+    }
+
+    /// Sends what is queued, then closes.
+    func close(afterSending reason: String) {
+        closeWhenWritten = reason
+        writeNext()
+    }
+
+    private func writeNext() {
+        if !isWriting, outgoing.isEmpty, let reason = closeWhenWritten { return close(reason: reason) }
+        guard !isWriting, !isClosed, let tls, !outgoing.isEmpty else { return }
+        let bytes = outgoing.removeFirst()
+        writeBuffer?.deallocate()
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: bytes.count, alignment: 8)
+        bytes.withUnsafeBytes { buffer.copyMemory(from: $0.baseAddress!, byteCount: bytes.count) }
+        writeBuffer = buffer
+        isWriting = true
+        let output = g_io_stream_get_output_stream(tls.as(GIOStream.self))
+        let (callback, data) = AsyncCompletion.callback { [self] source, result in
+            isWriting = false
+            do {
+                _ = try gioCall("g_output_stream_write_all_finish") {
+                    g_output_stream_write_all_finish(gcast(graw(source)), result, nil, $0) != 0 ? true : nil
+                }
+            } catch {
+                close(reason: "writing to \(address) failed: \(error.gioMessage)")
+                return
+            }
+            writeNext()
+        }
+        g_output_stream_write_all_async(output, buffer, gsize(bytes.count), G_PRIORITY_DEFAULT, cancellablePointer, callback, data)
+    }
+
+    private func readMore() {
+        guard !isClosed, let tls else { return }
+        let input = g_io_stream_get_input_stream(tls.as(GIOStream.self))
+        let (callback, data) = AsyncCompletion.callback { [self] source, result in
+            let count: Int
+            do {
+                count = try gioCall("g_input_stream_read_finish") { error -> Int? in
+                    let n = g_input_stream_read_finish(gcast(graw(source)), result, error)
+                    return n < 0 ? nil : n
+                }
+            } catch {
+                close(reason: error.isCancelledIO ? "closed" : "reading from \(address) failed: \(error.gioMessage)")
+                return
+            }
+            guard !isClosed else { return }
+            if count == 0 {
+                close(reason: "\(address) closed the connection")
+                return
+            }
+            liveness.received(now: clock.nowMicroseconds)
+            reader.append(UnsafeRawBufferPointer(start: readBuffer, count: count))
+            do {
+                while !isClosed, let frame = try reader.next() {
+                    if !isPaired && !frame.kind.isPairing {
+                        close(reason: "\(address) is not paired and sent a \(frame.kind) frame: disconnected")
+                        return
+                    }
+                    onFrame?(self, frame)
+                }
+            } catch {
+                close(reason: "\(address) sent a bad frame (\(error)): disconnected")
+                return
+            }
+            readMore()
+        }
+        g_input_stream_read_async(input, readBuffer, 16384, G_PRIORITY_DEFAULT, cancellablePointer, callback, data)
+    }
+
+    // MARK: Liveness
+
+    /// Called every second: keepalive, silence and stalled-frame timeouts.
+    func tick() {
+        guard !isClosed, !peerKeyID.isEmpty else { return }
+        switch liveness.action(now: clock.nowMicroseconds, midFrame: reader.isMidFrame) {
+        case .nothing: break
+        case .sendKeepalive: send(Frame(.keepalive))
+        case .timedOut(let midFrame):
+            close(reason: midFrame ? "\(address) stalled in the middle of a frame" : "\(address) stopped answering")
+        }
+    }
+
+    func close(reason: String) {
+        guard !isClosed else { return }
+        isClosed = true
+        log.info("link \(serial) (\(role.rawValue), \(address)) closed: \(reason)")
+        g_cancellable_cancel(cancellablePointer)
+        acceptHandler = nil
+        if let tls { g_io_stream_close_async(tls.as(GIOStream.self), G_PRIORITY_DEFAULT, nil, nil, nil) }
+        onClosed?(self, reason)
+        onClosed = nil
+        onFrame = nil
+        onEstablished = nil
+    }
+}

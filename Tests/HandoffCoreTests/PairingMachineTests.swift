@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: Apache-2.0
+import HandoffCore
+import Testing
+
+@Suite struct PairingMachineTests {
+    let clock = ManualClock()
+
+    @Test func pairsOnceBothSidesAcceptInEitherOrder() throws {
+        var machine = PairingMachine()
+        _ = try machine.start(peer: "p", code: "123456", initiatedLocally: true, discoverable: false, now: clock.nowMicroseconds)
+        #expect(machine.answerRemotely(peer: "p", accepted: true, now: clock.nowMicroseconds) == nil)
+        #expect(machine.answerLocally(peer: "p", accepted: true, now: clock.nowMicroseconds) == .paired(peer: "p"))
+        #expect(machine.current == nil)
+    }
+
+    @Test func eitherRefusalEndsIt() throws {
+        var machine = PairingMachine()
+        _ = try machine.start(peer: "p", code: "1", initiatedLocally: true, discoverable: false, now: 0)
+        #expect(machine.answerLocally(peer: "p", accepted: true, now: 0) == nil)
+        #expect(machine.answerRemotely(peer: "p", accepted: false, now: 0) == .refused(peer: "p"))
+        _ = try machine.start(peer: "p", code: "1", initiatedLocally: true, discoverable: false, now: 0)
+        #expect(machine.answerLocally(peer: "p", accepted: false, now: 0) == .refused(peer: "p"))
+    }
+
+    @Test func aPeerMayAskOnlyWhileDiscoverable() throws {
+        var machine = PairingMachine()
+        #expect(throws: PairingRefusal.notDiscoverable) {
+            try machine.start(peer: "p", code: "1", initiatedLocally: false, discoverable: false, now: 0)
+        }
+        _ = try machine.start(peer: "p", code: "1", initiatedLocally: false, discoverable: true, now: 0)
+    }
+
+    @Test func oneAtATime() throws {
+        var machine = PairingMachine()
+        _ = try machine.start(peer: "p", code: "1", initiatedLocally: true, discoverable: true, now: 0)
+        #expect(throws: PairingRefusal.busy) {
+            try machine.start(peer: "q", code: "2", initiatedLocally: false, discoverable: true, now: 0)
+        }
+        #expect(machine.answerLocally(peer: "q", accepted: true, now: 0) == nil)
+        #expect(machine.cancel(peer: "p") == .cancelled(peer: "p"))
+        _ = try machine.start(peer: "q", code: "2", initiatedLocally: false, discoverable: true, now: 0)
+    }
+
+    @Test func timesOutOnTheInjectedClock() throws {
+        var machine = PairingMachine(timeoutSeconds: 30)
+        _ = try machine.start(peer: "p", code: "1", initiatedLocally: true, discoverable: false, now: clock.nowMicroseconds)
+        clock.advance(seconds: 29)
+        #expect(machine.expire(now: clock.nowMicroseconds) == nil)
+        clock.advance(seconds: 1)
+        #expect(machine.expire(now: clock.nowMicroseconds) == .timedOut(peer: "p"))
+        #expect(machine.answerLocally(peer: "p", accepted: true, now: clock.nowMicroseconds) == nil)
+    }
+
+    @Test func rateLimitsRequestsPerWindow() throws {
+        var machine = PairingMachine(maximumInWindow: 3, windowSeconds: 60)
+        for _ in 0..<3 {
+            _ = try machine.start(peer: "p", code: "1", initiatedLocally: false, discoverable: true, now: clock.nowMicroseconds)
+            _ = machine.cancel(peer: "p")
+        }
+        #expect(throws: PairingRefusal.rateLimited) {
+            try machine.start(peer: "p", code: "1", initiatedLocally: false, discoverable: true, now: clock.nowMicroseconds)
+        }
+        clock.advance(seconds: 61)
+        _ = try machine.start(peer: "p", code: "1", initiatedLocally: false, discoverable: true, now: clock.nowMicroseconds)
+    }
+}
+
+@Suite struct AdvertDecisionTests {
+    let activity = LocalActivity(id: "7", activityType: "com.example.Editor.edit", appID: "com.example.Editor",
+                                 title: "Notes", webpageURL: "", timestamp: 42, eligibleForHandoff: true)
+
+    @Test func advertisesAnEligibleActivity() {
+        #expect(AdvertDecision.advert(for: activity, conditions: AdvertConditions()) == activity)
+        #expect(AdvertDecision.advert(for: nil, conditions: AdvertConditions()) == nil)
+    }
+
+    @Test func nothingWhenIneligiblePausedBlockedOrLocked() {
+        var ineligible = activity
+        ineligible.eligibleForHandoff = false
+        #expect(AdvertDecision.advert(for: ineligible, conditions: AdvertConditions()) == nil)
+        var conditions = AdvertConditions()
+        conditions.paused = true
+        #expect(AdvertDecision.advert(for: activity, conditions: conditions) == nil)
+        conditions = AdvertConditions()
+        conditions.sessionLocked = true
+        #expect(AdvertDecision.advert(for: activity, conditions: conditions) == nil)
+        conditions = AdvertConditions()
+        conditions.blockedApplications = ["com.example.Editor"]
+        #expect(AdvertDecision.advert(for: activity, conditions: conditions) == nil)
+        conditions = AdvertConditions()
+        conditions.blockedActivityTypes = ["com.example.Editor.edit"]
+        #expect(AdvertDecision.advert(for: activity, conditions: conditions) == nil)
+    }
+
+    @Test func theFrameCarriesNoUserInfoAndReadsBack() {
+        let frame = AdvertDecision.frame(for: activity)
+        #expect(Set(frame.body.keys) == ["id", "activity-type", "app-id", "title", "webpage-url", "timestamp"])
+        #expect(AdvertDecision.activity(from: frame) == activity)
+        #expect(AdvertDecision.activity(from: AdvertDecision.frame(for: nil)) == nil)
+    }
+}

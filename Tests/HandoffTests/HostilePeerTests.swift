@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: Apache-2.0
+import DBusKit
+import Foundation
+import TestSupport
+import Testing
+import TypedValues
+
+/// A TLS client that is not a handoff daemon, with a key of its own (made
+/// by openssl): it does one bad thing and reports what the daemon did.
+/// Lines: `HANDSHAKE <version>`, `HELLO` (the daemon's first frame
+/// arrived), `CLOSED` (the daemon ended the connection).
+let rawPeerScript = #"""
+import socket, ssl, struct, sys, time
+port, mode, cert, key = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+EMPTY = bytes([1, 0x7b, 1, 0x73, 1, 0x76, 0])
+def frame(kind, body=EMPTY):
+    return struct.pack(">I", len(body) + 1) + bytes([kind]) + body
+context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+context.check_hostname = False
+context.verify_mode = ssl.CERT_NONE
+context.load_cert_chain(cert, key)
+if mode == "tls12":
+    context.maximum_version = ssl.TLSVersion.TLSv1_2
+raw = socket.create_connection(("127.0.0.1", port), timeout=30)
+try:
+    tls = context.wrap_socket(raw)
+    print("HANDSHAKE " + tls.version(), flush=True)
+    def read_exact(n):
+        data = b""
+        while len(data) < n:
+            chunk = tls.recv(n - len(data))
+            if not chunk:
+                raise ConnectionResetError("eof")
+            data += chunk
+        return data
+    length = struct.unpack(">I", read_exact(4))[0]
+    read_exact(length)
+    print("HELLO", flush=True)
+    if mode == "advert":
+        tls.sendall(frame(4))
+    elif mode == "oversize":
+        tls.sendall(struct.pack(">I", 1 << 20) + bytes([4]) + b"x" * 1000)
+    elif mode == "garbage":
+        tls.sendall(frame(200, b"\xff\xfe"))
+    elif mode == "stall":
+        tls.sendall(struct.pack(">I", 100) + bytes([1]) + b"partial")
+    elif mode == "hello":
+        tls.sendall(frame(1))
+    while True:
+        if not tls.recv(4096):
+            break
+except (ConnectionResetError, ssl.SSLError, OSError) as error:
+    pass
+print("CLOSED", flush=True)
+"""#
+
+@Suite("Handoff against hostile or broken peers", .serialized)
+struct HostilePeerTests {
+    /// Starts the raw peer against `stack` and returns its lines once it ended.
+    func runRawPeer(_ stack: Stack, mode: String) throws -> [String] {
+        let root = stack.session.root
+        let result = try runCommand("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                                     "-nodes", "-keyout", root + "/raw-key.pem", "-out", root + "/raw-cert.pem", "-subj", "/CN=raw", "-days", "1"], environment: stack.bus.environment)
+        guard result.exitCode == 0 else { throw HandoffTestFailure("openssl failed: \(result.stderr)") }
+        let script = root + "/raw-peer.py"
+        try writeFileAtomically(script, contents: rawPeerScript, mode: 0o755)
+        let process = try stack.bus.spawn("/usr/bin/python3", [script, "\(stack.port)", mode, root + "/raw-cert.pem", root + "/raw-key.pem"])
+        var lines: [String] = []
+        while let line = try process.readLine(timeout: 30) {
+            lines.append(line)
+            if line == "CLOSED" { break }
+        }
+        process.terminate(grace: 0.5)
+        return lines
+    }
+
+    /// After the bad peer, the daemon still pairs with a real device.
+    func stillServes(_ stacks: TwoStacks) throws {
+        _ = try stacks.pair()
+    }
+
+    @Test func anUnknownKeyIsRefusedWhileNotDiscoverable() throws {
+        let stacks = try TwoStacks()
+        let lines = try runRawPeer(stacks.b, mode: "hello")
+        #expect(!lines.contains("HELLO"), "\(lines)\n\(stacks.logs)")
+        #expect(stacks.b.handoffLog.contains("handshake"), "\(stacks.logs)")
+        #expect(lines.last == "CLOSED")
+        try stillServes(stacks)
+    }
+
+    @Test func anUnpairedPeerSendingAnAdvertIsDisconnected() throws {
+        let stacks = try TwoStacks()
+        try stacks.b.set("Discoverable", .boolean(true))
+        let lines = try runRawPeer(stacks.b, mode: "advert")
+        #expect(lines.contains("HELLO") && lines.last == "CLOSED", "\(lines)")
+        #expect(stacks.b.handoffLog.contains("is not paired and sent a advert frame"), "\(stacks.logs)")
+        try stillServes(stacks)
+    }
+
+    @Test func aFrameOverTheCapIsDisconnected() throws {
+        let stacks = try TwoStacks()
+        try stacks.b.set("Discoverable", .boolean(true))
+        let lines = try runRawPeer(stacks.b, mode: "oversize")
+        #expect(lines.contains("HELLO") && lines.last == "CLOSED", "\(lines)")
+        #expect(stacks.b.handoffLog.contains("over the limit"), "\(stacks.logs)")
+        try stillServes(stacks)
+    }
+
+    @Test func anUnknownFrameKindIsDisconnected() throws {
+        let stacks = try TwoStacks()
+        try stacks.b.set("Discoverable", .boolean(true))
+        let lines = try runRawPeer(stacks.b, mode: "garbage")
+        #expect(lines.contains("HELLO") && lines.last == "CLOSED", "\(lines)")
+        #expect(stacks.b.handoffLog.contains("unknown frame kind 200"), "\(stacks.logs)")
+        try stillServes(stacks)
+    }
+
+    @Test func tls12IsRefused() throws {
+        let stacks = try TwoStacks()
+        try stacks.b.set("Discoverable", .boolean(true))
+        let lines = try runRawPeer(stacks.b, mode: "tls12")
+        #expect(lines.first == "HANDSHAKE TLSv1.2" && !lines.contains("HELLO"), "\(lines)\n\(stacks.logs)")
+        #expect(stacks.b.handoffLog.contains("below 1.3"), "\(stacks.logs)")
+        #expect(lines.last == "CLOSED")
+        try stillServes(stacks)
+    }
+}
+
+@Suite("Handoff keepalive and stalled peers", .serialized)
+struct LivenessTests {
+    @Test func anIdlePairedLinkStaysUp() throws {
+        // Longer than the 10 s connect timeout, shorter than three keepalives (45 s).
+        let stacks = try TwoStacks()
+        let (onA, _) = try stacks.pair()
+        Thread.sleep(forTimeInterval: 12)
+        #expect(try stacks.a.deviceProperties(onA)["Reachable"] == .boolean(true))
+        #expect(!stacks.a.handoffLog.contains("closed:") && !stacks.b.handoffLog.contains("closed:"), "\(stacks.logs)")
+    }
+
+    @Test func aPeerStalledMidFrameTimesOut() throws {
+        // Keepalive every second: a silent or stalled link is dropped after three.
+        let stacks = try TwoStacks(keepaliveSeconds: 1)
+        try stacks.b.set("Discoverable", .boolean(true))
+        let lines = try HostilePeerTests().runRawPeer(stacks.b, mode: "stall")
+        #expect(lines.contains("HELLO") && lines.last == "CLOSED", "\(lines)")
+        #expect(stacks.b.handoffLog.contains("stalled in the middle of a frame"), "\(stacks.logs)")
+    }
+
+    @Test func aVanishedDeviceBecomesUnreachableAndItsActivityIsCleared() throws {
+        let stacks = try TwoStacks(appsA: [(UA.editor, [UA.editType])], appsB: [(UA.editor, [UA.editType])], keepaliveSeconds: 1)
+        let (_, onB) = try stacks.pair()
+        _ = try stacks.a.becomeCurrent(app: UA.editor, type: UA.editType, [("title", .string("Frozen"))])
+        #expect(stacks.b.waitForDevice(onB, "CurrentActivity", { $0?.stringVariantEntries?.isEmpty == false }), "\(stacks.logs)")
+        // SIGSTOP: the TCP connection stays open but nothing answers.
+        stacks.a.handoffd?.signal(SIGSTOP)
+        defer { stacks.a.handoffd?.signal(SIGCONT) }
+        #expect(stacks.b.waitForDevice(onB, "Reachable", timeout: 30, { $0 == .boolean(false) }), "\(stacks.logs)")
+        #expect(try stacks.b.deviceProperties(onB)["CurrentActivity"]?.stringVariantEntries?.isEmpty == true)
+        #expect(stacks.b.handoffLog.contains("stopped answering"), "\(stacks.logs)")
+    }
+}

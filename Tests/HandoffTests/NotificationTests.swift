@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: Apache-2.0
+import DBusKit
+import Foundation
+import TestSupport
+import Testing
+import TypedValues
+
+/// A fake notification server: prints `NOTIFY <id> <summary> | <actions>`
+/// and `CLOSE <id>`; invokes the action named on its command line (or none).
+let notificationServerScript = #"""
+import sys, gi
+gi.require_version("Gio", "2.0")
+from gi.repository import Gio, GLib
+invoke = sys.argv[1]
+XML = """<node><interface name="org.freedesktop.Notifications">
+<method name="Notify"><arg type="s" direction="in"/><arg type="u" direction="in"/><arg type="s" direction="in"/>
+<arg type="s" direction="in"/><arg type="s" direction="in"/><arg type="as" direction="in"/><arg type="a{sv}" direction="in"/>
+<arg type="i" direction="in"/><arg type="u" direction="out"/></method>
+<method name="CloseNotification"><arg type="u" direction="in"/></method>
+<signal name="ActionInvoked"><arg type="u"/><arg type="s"/></signal>
+<signal name="NotificationClosed"><arg type="u"/><arg type="u"/></signal></interface></node>"""
+state = {"next": 1}
+bus = Gio.bus_get_sync(Gio.BusType.SESSION, None)
+def on_call(connection, sender, path, interface, method, parameters, invocation):
+    if method == "Notify":
+        app, replaces, icon, summary, body, actions, hints, timeout = parameters.unpack()
+        nid = replaces or state["next"]
+        state["next"] += 1
+        invocation.return_value(GLib.Variant("(u)", (nid,)))
+        print("NOTIFY %d %s | %s" % (nid, summary, " ".join(actions)), flush=True)
+        if invoke in actions[0::2]:
+            def fire():
+                connection.emit_signal(sender, "/org/freedesktop/Notifications", "org.freedesktop.Notifications",
+                                       "ActionInvoked", GLib.Variant("(us)", (nid, invoke)))
+                return False
+            GLib.timeout_add(50, fire)
+    else:
+        print("CLOSE %d" % parameters.unpack()[0], flush=True)
+        invocation.return_value(None)
+bus.register_object("/org/freedesktop/Notifications", Gio.DBusNodeInfo.new_for_xml(XML).interfaces[0], on_call, None, None)
+def owned(*args):
+    print("READY", flush=True)
+Gio.bus_own_name_on_connection(bus, "org.freedesktop.Notifications", Gio.BusNameOwnerFlags.NONE, owned, None)
+GLib.MainLoop().run()
+"""#
+
+@Suite("Handoff notifications", .serialized)
+struct NotificationTests {
+    static let apps: [(id: String, types: [String])] = [(UA.editor, [UA.editType])]
+
+    /// Starts the fake server (handoffd notices it through NameOwnerChanged).
+    func startServer(_ stack: Stack, invoking action: String) throws -> ChildProcess {
+        let server = try stack.spawnScript(notificationServerScript, "notifications.py", [action])
+        return server
+    }
+
+    @Test func withoutAnAgentANotificationConfirmsPairing() throws {
+        let stacks = try TwoStacks()
+        _ = try stacks.a.startAgent(accept: true)
+        let server = try startServer(stacks.b, invoking: "accept")
+        let path = try stacks.link()
+        _ = try stacks.a.call(HO.busName, path, HO.device, "Pair")
+        let line = try #require(try server.readLine(timeout: 10))
+        #expect(line.contains("Pair with Stack A?") && line.contains("accept Accept decline Decline"), "\(line)")
+        #expect(stacks.b.waitForDevice(stacks.b.devicePath(of: stacks.a), "Paired", { $0 == .boolean(true) }), "\(stacks.logs)")
+    }
+
+    @Test func declineInTheNotificationRefuses() throws {
+        let stacks = try TwoStacks()
+        _ = try stacks.a.startAgent(accept: true)
+        _ = try startServer(stacks.b, invoking: "decline")
+        let path = try stacks.link()
+        #expect(errorName { try stacks.a.call(HO.busName, path, HO.device, "Pair") } == "org.example.UserActivity.Error.PairingRefused")
+    }
+
+    @Test func aContinuableActivityIsOfferedAndWithdrawn() throws {
+        let stacks = try TwoStacks(appsA: Self.apps, appsB: Self.apps)
+        let server = try startServer(stacks.b, invoking: "none")
+        let (_, onB) = try stacks.pair()
+        let activity = try stacks.a.becomeCurrent(app: UA.editor, type: UA.editType, [("title", .string("Draft"))])
+        let offer = try #require(try server.readLine(timeout: 10))
+        #expect(offer.contains("Continue “Draft” from Stack A") && offer.contains("continue Continue"), "\(offer)")
+        _ = try stacks.a.call(UA.busName, activity, UA.activityInterface, "Invalidate")
+        let close = try #require(try server.readLine(timeout: 10))
+        #expect(close.hasPrefix("CLOSE "), "\(close)")
+        #expect(stacks.b.waitForDevice(onB, "CurrentActivity", { $0?.stringVariantEntries?.isEmpty == true }))
+    }
+
+    @Test func theContinueActionContinuesHere() throws {
+        let stacks = try TwoStacks(appsA: Self.apps, appsB: Self.apps)
+        _ = try startServer(stacks.b, invoking: "continue")
+        _ = try stacks.pair()
+        let handler = try HandlerFixture.start(app: UA.editor, bus: stacks.b.bus, directory: stacks.b.session.root)
+        defer { handler.terminate(grace: 0.5) }
+        _ = try stacks.a.becomeCurrent(app: UA.editor, type: UA.editType, [("title", .string("From the notification"))])
+        let line = try #require(try handler.readLine(timeout: 20))
+        #expect(line.contains("From the notification"), "\(line)\n\(stacks.logs)")
+    }
+
+    @Test func notifyContinuableFalseShowsNothingAndPersists() throws {
+        let stacks = try TwoStacks(appsA: Self.apps, appsB: Self.apps)
+        let server = try startServer(stacks.b, invoking: "none")
+        try stacks.b.set("NotifyContinuable", .boolean(false))
+        let (_, onB) = try stacks.pair()
+        _ = try stacks.a.becomeCurrent(app: UA.editor, type: UA.editType, [("title", .string("Quiet"))])
+        #expect(stacks.b.waitForDevice(onB, "CurrentActivity", { $0?.stringVariantEntries?.contains { $0.0 == "title" && $0.1 == .string("Quiet") } == true }))
+        // Turned on again, the next activity is the first one offered: the
+        // daemon's messages to the server keep their order, so "Quiet" was never sent.
+        try stacks.b.set("NotifyContinuable", .boolean(true))
+        _ = try stacks.a.becomeCurrent(app: UA.editor, type: UA.editType, [("title", .string("Loud"))])
+        let first = try #require(try server.readLine(timeout: 10))
+        #expect(first.contains("Loud"), "\(first)")
+        try stacks.b.set("NotifyContinuable", .boolean(false))
+        stacks.b.killHandoffd()
+        try stacks.b.startHandoffd()
+        #expect(try stacks.b.managerProperty("NotifyContinuable") == .boolean(false))
+    }
+}
