@@ -25,11 +25,16 @@ public struct InstalledApp: Sendable, Equatable {
     /// `X-SnapInstanceName`, which snapd writes into the desktop files it
     /// exports; it is how a Snap's cgroup is mapped back to an app ID.
     public var snapInstanceName: String?
+    /// `MimeType=`: the content types and `x-scheme-handler/<scheme>` it opens.
+    public var mimeTypes: [String]
+    /// Whether `Exec=` takes URIs or files (`%u`, `%U`, `%f` or `%F`), so
+    /// that a document can be handed to it on its command line.
+    public var execTakesURIs: Bool
 
     /// An app as already validated (the catalog's loader, or a test's fixture).
     public init(id: String, desktopFilePath: String, name: String? = nil, icon: String? = nil,
                 declaredTypes: [String] = [], team: String, dbusActivatable: Bool = false,
-                snapInstanceName: String? = nil) {
+                snapInstanceName: String? = nil, mimeTypes: [String] = [], execTakesURIs: Bool = false) {
         self.id = id
         self.desktopFilePath = desktopFilePath
         self.name = name
@@ -38,6 +43,27 @@ public struct InstalledApp: Sendable, Equatable {
         self.team = team
         self.dbusActivatable = dbusActivatable
         self.snapInstanceName = snapInstanceName
+        self.mimeTypes = mimeTypes
+        self.execTakesURIs = execTakesURIs
+    }
+
+    /// Whether its entry lists `x-scheme-handler/<scheme>` in `MimeType=`.
+    public func handlesScheme(_ scheme: String) -> Bool {
+        mimeTypes.contains("x-scheme-handler/" + scheme.lowercased())
+    }
+
+    /// Whether an `Exec=` line has a `%u`, `%U`, `%f` or `%F` field code
+    /// (`%%` is a literal percent sign, not a code).
+    public static func execTakesURIs(_ exec: String) -> Bool {
+        var iterator = exec.makeIterator()
+        while let character = iterator.next() {
+            guard character == "%" else { continue }
+            switch iterator.next() {
+            case "u", "U", "f", "F": return true
+            default: continue
+            }
+        }
+        return false
     }
 
     /// Whether this app may create, donate and receive `type`.
@@ -215,7 +241,9 @@ public struct AppCatalog: Sendable {
             icon: file.string(group: group, key: "Icon"),
             team: implicitTeam(of: id),
             dbusActivatable: file.boolean(group: group, key: "DBusActivatable") ?? false,
-            snapInstanceName: file.string(group: group, key: snapInstanceNameKey).flatMap { $0.isEmpty ? nil : $0 })
+            snapInstanceName: file.string(group: group, key: snapInstanceNameKey).flatMap { $0.isEmpty ? nil : $0 },
+            mimeTypes: (file.stringList(group: group, key: "MimeType") ?? []).filter { !$0.isEmpty },
+            execTakesURIs: file.string(group: group, key: "Exec").map { InstalledApp.execTakesURIs($0) } ?? false)
 
         let declared = file.stringList(group: group, key: typesKey) ?? []
         guard ReverseDNSName.isValid(id) else {

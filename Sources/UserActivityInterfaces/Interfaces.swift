@@ -16,7 +16,7 @@ public enum Interfaces {
     private typealias S = InterfaceDescription.Signal
     private typealias P = InterfaceDescription.Property
 
-    private static let typeArg = A("activity_type", "s", "reverse-DNS activity type declared by the caller's app in X-UserActivityTypes, e.g. com.example.Editor.edit-document")
+    private static let typeArg = A("activity_type", "s", "reverse-DNS activity type declared by the caller's app in X-UserActivityTypes, e.g. com.example.Editor.edit-document, or a system type (org.example.UserActivity.browsing-web, org.example.UserActivity.open-document) that needs no declaration")
     private static let propertiesArg = A("properties", "a{sv}", "activity properties by kebab-case key (title, user-info, keywords, webpage-url, …); an unconfined caller may add app-id to name its app. Unknown keys, wrong types and activity-type are InvalidArgument")
     private static let continueOptionsArg = A("options", "a{sv}", "target-app-id (s) chooses among candidate apps (UnknownApplication when not installed, NoHandler when it cannot take this activity; never swapped for another app); timeout-ms (u, default 10000, 0 = default, at most 600000) bounds launching, registering and answering together; activation-token (s) and desktop-startup-id (s) are passed on in platform data")
 
@@ -30,6 +30,16 @@ public enum Interfaces {
         Signals a call causes (InterfacesAdded, PropertiesChanged, Continued…) follow its reply within about
         a millisecond, and always come before anything the service sends or answers after them. One
         connection's calls are answered in the order sent (Peer.Ping, answered by libdbus, excepted).
+        System activity types: any app may create, make current and donate these without declaring them
+        (NSUserActivityTypeBrowsingWeb is the model); what they carry is checked on every write (InvalidArgument).
+        org.example.UserActivity.browsing-web needs webpage-url; it is continued by the publisher when its desktop
+        entry handles x-scheme-handler/https (or http) and its Exec takes %u/%U, else by the default web browser.
+        org.example.UserActivity.open-document needs user-info uri (s, an absolute URI) and may give mime-type (s);
+        it is continued by launching the publisher with the URI when its Exec takes %u/%U/%f/%F, else by the
+        default handler of the MIME type (of the file, or of the URI's scheme, without one); a file:// URI whose
+        file does not exist here is NotFound naming the path. target-app-id picks another app that can take the
+        URI. activation-token and desktop-startup-id reach the launched app as XDG_ACTIVATION_TOKEN and
+        DESKTOP_STARTUP_ID. Registered handlers take no part in them.
         """,
         methods: [
             M(name: "CreateActivity", inputs: [typeArg, propertiesArg],
@@ -53,7 +63,7 @@ public enum Interfaces {
               doc: """
               Dispatches an activity that came from outside (a link, another device, a script) to an app of the publisher's team that declares its type; falls back to opening webpage-url with the default https handler (mimeapps.list).
               Candidates, in order: the publisher itself, apps with a registered handler, DBusActivatable apps, the rest; each group by app ID. Delivery: Handler.ContinueActivity on a registered handler; else org.freedesktop.Application.ActivateAction('continue-activity', [<(sa{sv})>], platform_data); else the app is launched from its desktop entry and the activity delivered when it registers a handler.
-              Errors: NoHandler (no candidate and no webpage-url, or the browser could not be opened), RemoteApplicationTimedOut (no answer in time, or the app could not be launched, activated or reached; the app then gets FailedToContinue), ContinuationFailed (the app answered false, or lacks the continue-activity action or the Handler method), the app's own error passed on, Expired, MissingRequiredUserInfoKeys. A confined caller may name only its own app as app-id (AccessDenied).
+              System types go by their URI (see the interface's description). Errors: NoHandler (no candidate and no webpage-url, or the browser or default handler could not be opened), NotFound (an open-document file:// URI that does not exist here), RemoteApplicationTimedOut (no answer in time, or the app could not be launched, activated or reached; the app then gets FailedToContinue), ContinuationFailed (the app answered false, or lacks the continue-activity action or the Handler method), the app's own error passed on, Expired, MissingRequiredUserInfoKeys. A confined caller may name only its own app as app-id (AccessDenied).
               """),
             M(name: "ContinueSavedActivity", inputs: [A("saved_id", "s", "a saved-id from Search, GetSuggestions or Donate"), continueOptionsArg],
               outputs: [A("app_id", "s", "the app that took it")],

@@ -63,6 +63,7 @@ extension UserActivityService {
             let app = try identity.actingApp(claim: patch.appIDClaim, catalog: catalog)
             try registry.requireDeclared(app: app, type: type)
             let properties = try patch.applied(to: ActivityProperties(), limits: registry.limits)
+            try SystemActivityType.validate(type: type, properties: properties)
             let now = configuration.clock()
             if properties.expirationDate != 0 && properties.expirationDate <= now {
                 throw UserActivityError.expired("expiration-date \(properties.expirationDate) is already past; use a future time or 0 for never")
