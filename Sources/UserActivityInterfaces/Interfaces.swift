@@ -103,6 +103,8 @@ public enum Interfaces {
               doc: "Privacy control: saved entries not used for this many days are purged (checked hourly and on change); default 90, 0 keeps them. Unconfined callers only."),
             P(name: "MaxSavedPerApplication", signature: "u", isWritable: true,
               doc: "Privacy control: at most this many saved entries per app, the least recently used go first; default 1000, 0 = no limit. Unconfined callers only."),
+            P(name: "Bridges", signature: "as", isWritable: true,
+              doc: "Privacy control: the bridges that import other desktop histories as saved activities; default [recent-files], empty turns them off (unknown names: InvalidArgument). recent-files: the documents GTK and KDE apps record in $XDG_DATA_HOME/recently-used.xbel become saved org.example.UserActivity.open-document activities of the app that recorded them (org.example.UserActivity.RecentFiles when no installed app matches), eligible for search and prediction, persistent-identifier the URI; private, hidden and /tmp entries are skipped; GSettings org.gnome.desktop.privacy remember-recent-files=false also turns it off and recent-files-max-age caps it, where that schema is installed. Paused, blocks, retention and Forget apply to them; a forgotten entry comes back only when the file records a new use of it. Kept in useractivity.conf as Bridges=. Unconfined callers only."),
         ])
 
     /// Documentation of each activity property.

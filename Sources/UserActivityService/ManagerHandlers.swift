@@ -222,7 +222,10 @@ extension UserActivityService {
 
     func forgetAll(_ invocation: Invocation) {
         asUnconfined(invocation) { [unowned self] in
-            invocation.reply([.uint32(UInt32(clamping: try saved.forgetAll()))])
+            let now = configuration.clock()
+            let deleted = try saved.forgetAll(now: now)
+            recentFiles?.forgotten(watermark: now)
+            invocation.reply([.uint32(UInt32(clamping: deleted))])
         }
     }
 

@@ -156,9 +156,30 @@ final class SavedActivities {
         writePendingDonations()
         return try storage("forget the range") { try store.delete(lastUsedFrom: from, to: to) }
     }
-    func forgetAll() throws -> Int {
+    func forgetAll(now: Int64) throws -> Int {
         writePendingDonations()
-        return try storage("forget everything") { try store.deleteAll() }
+        return try storage("forget everything") {
+            let deleted = try store.deleteAll()
+            // Nothing the bridges saw before is imported again, and no trace of it is kept.
+            try store.resetBridges(watermark: now, sources: PrivacySettings.knownBridges)
+            return deleted
+        }
+    }
+
+    // MARK: Bridges
+
+    /// What a bridge has seen (see ``ActivityStore/bridgedStamps(source:)``).
+    func bridgedStamps(source: String) throws -> (stamps: [Int64: Int64], watermark: Int64) {
+        try storage("be read") { try store.bridgedStamps(source: source) }
+    }
+
+    /// Saves one batch of a bridge's entries (see ``ActivityStore/importBridged(source:changes:removing:keepingPerApp:)``).
+    func importBridged(source: String, changes: [ActivityStore.BridgedChange], removing: [Int64]) throws {
+        writePendingDonations()
+        try storage("save imported entries") {
+            _ = try store.importBridged(source: source, changes: changes, removing: removing,
+                                        keepingPerApp: Int(privacy.settings.maxSavedPerApplication))
+        }
     }
 
     /// The apps a query may see: the caller's own when confined, narrowed by the app-id option.

@@ -20,6 +20,11 @@ public struct ServiceConfiguration: Sendable {
     public var stateDirectory: String?
     /// `$XDG_CONFIG_HOME/useractivity` (privacy settings); nil keeps them in memory only.
     public var configDirectory: String?
+    /// The desktop's recently-used list (`$XDG_DATA_HOME/recently-used.xbel`)
+    /// the recent-files bridge follows; nil: no bridge (tests).
+    public var recentFilesPath: String?
+    /// `$HOME`, shown as `~` in bridged documents' folders.
+    public var homeDirectory = ""
     public var limits = ActivityLimits.standard
     /// Wall-clock time in Unix microseconds.
     public var clock: @Sendable () -> Int64 = { currentTimeMicroseconds() }
@@ -46,6 +51,8 @@ public final class UserActivityService {
     let saved: SavedActivities
     /// Continuation: handlers, tokens, continuations in flight (issue 4).
     var continuation: ContinuationService!
+    /// The recent-files bridge, when configured.
+    private(set) var recentFiles: RecentFilesBridge?
 
     private var directoryMonitor: DirectoryMonitor?
     private var expiryTimer: GLibSource?
@@ -154,6 +161,7 @@ public final class UserActivityService {
             DirectoryMonitor(directories: configuration.applicationDirectories) { [unowned self] in self.reloadCatalog() }
         }
         saved.privacy.onChange = { [unowned self] names in
+            recentFiles?.settingsChanged()
             propertiesChanged(Interfaces.managerPath, Interfaces.managerName,
                               names.compactMap { name in saved.privacy.settings.value(of: name).map { (name, $0) } })
         }
@@ -161,6 +169,9 @@ public final class UserActivityService {
         saved.purgeExpired(now: configuration.clock())
         rearmExpiryTimer()
         exportDesktopSearch()
+        if let path = configuration.recentFilesPath {
+            recentFiles = loop.withThreadDefault { RecentFilesBridge(service: self, path: path) }
+        }
     }
 
     /// Writes and answers the donations still waiting; call after the loop

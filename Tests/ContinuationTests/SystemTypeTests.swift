@@ -13,7 +13,7 @@ private let browsingWeb = "org.example.UserActivity.browsing-web"
 private let openDocument = "org.example.UserActivity.open-document"
 
 /// Writes a recorder script and desktop entries whose Exec runs it.
-private struct ArgvApps {
+struct ArgvApps {
     let h: ContinuationHarness
     let script: String
 
