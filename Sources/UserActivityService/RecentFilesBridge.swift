@@ -36,12 +36,18 @@ final class RecentFilesBridge {
     private var seen: [Int64: Int64]?
     private var watermark: Int64 = 0
     /// Changes waiting for their batch, and keys to forget after them.
-    private var queue: [ActivityStore.BridgedChange] = []
+    /// (The saved record is built when its batch is written: 10,000 at once would hold the loop.)
+    private var queue: [(key: Int64, stamp: Int64, document: RecentDocument?)] = []
     private var queueStart = 0
     private var removals: [Int64] = []
     private var batch: GLibSource?
     /// The read after start (its own source: a batch queued meanwhile must not wait on it).
     private var firstRead: GLibSource?
+    /// A read in progress on the worker thread, and whether the file changed meanwhile.
+    private var isReading = false
+    private var readAgain = false
+    /// Bumped when the bridge stops or forgets: a read begun before is discarded.
+    private var generation = 0
     /// Called (tests, logs) when the queue has been written.
     var onIdle: (() -> Void)?
 
@@ -91,6 +97,7 @@ final class RecentFilesBridge {
     }
 
     private func stop() {
+        generation += 1
         batch?.cancel()
         batch = nil
         queue = []
@@ -102,8 +109,16 @@ final class RecentFilesBridge {
     }
 
     /// Reads the file when it changed and queues what is new.
+    ///
+    /// The file is read and turned into documents on a worker thread (a
+    /// 10,000-entry file takes a while); only the comparison with what was
+    /// seen and the queueing happen on the loop.
     func fileMayHaveChanged() {
         guard isOn else { return }
+        guard !isReading else {
+            readAgain = true
+            return
+        }
         var info = stat()
         guard stat(path, &info) == 0 else {
             lastRead = nil
@@ -114,13 +129,62 @@ final class RecentFilesBridge {
         if let lastRead, lastRead == signature { return }
         lastRead = signature
         let started = currentTimeMicroseconds()
-        let bookmarks: [Bookmark]
-        do {
-            bookmarks = try BookmarkFile.read(path: path)
-        } catch {
-            log.warning("recent files: \(error)")
-            return
-        }
+        let path = self.path
+        let catalog = service.catalog
+        let home = service.configuration.homeDirectory
+        let now = service.configuration.clock()
+        let maxAge = DesktopSettings.integer(schema: Self.privacySchema, key: "recent-files-max-age")
+        let generation = self.generation
+        isReading = true
+        service.loop.inBackground(name: "recent-files", { () -> ReadOutcome in
+            let bookmarks: [Bookmark]
+            do {
+                bookmarks = try BookmarkFile.read(path: path)
+            } catch {
+                return .failure("\(error)")
+            }
+            let entries = bookmarks.map { bookmark in
+                RecentFileEntry(uri: bookmark.uri, title: bookmark.title, mimeType: bookmark.mimeType, isPrivate: bookmark.isPrivate,
+                                modified: bookmark.modified, visited: bookmark.visited,
+                                applications: bookmark.applications.map { .init(name: $0.name, exec: $0.exec, count: $0.count, stamp: $0.stamp) })
+            }
+            // Oldest first: the store's last-use order then matches the file's.
+            let documents = RecentFiles.documents(entries, matcher: RecentAppMatcher(catalog: catalog), home: home, now: now, maxAgeDays: maxAge)
+                .sorted { $0.lastUsed < $1.lastUsed }
+            return .success(entries: bookmarks.count, documents: documents)
+        }, then: { [weak self] result in
+            guard let self else { return }
+            isReading = false
+            // Turned off, or forgotten, while reading: what was read is stale.
+            guard generation == self.generation else {
+                if isOn { fileMayHaveChanged() }
+                return
+            }
+            switch result {
+            case .success(let entries, let documents):
+                queue(documents, now: now)
+                log.debug("recent files read", metadata: [
+                    "entries": "\(entries)", "documents": "\(documents.count)",
+                    "queued": "\(queue.count - queueStart)", "µs": "\(currentTimeMicroseconds() - started)",
+                ])
+            case .failure(let error):
+                log.warning("recent files: \(error)")
+            }
+            if readAgain {
+                readAgain = false
+                fileMayHaveChanged()
+            }
+        })
+    }
+
+    /// What the worker thread hands back.
+    private enum ReadOutcome: Sendable {
+        case success(entries: Int, documents: [RecentDocument])
+        case failure(String)
+    }
+
+    /// Compares what was read with what was seen and queues the changes.
+    private func queue(_ documents: [RecentDocument], now: Int64) {
         do {
             if seen == nil {
                 let loaded = try service.saved.bridgedStamps(source: RecentFiles.source)
@@ -132,46 +196,25 @@ final class RecentFilesBridge {
             lastRead = nil
             return
         }
-        let now = service.configuration.clock()
-        let entries = bookmarks.map { bookmark in
-            RecentFileEntry(uri: bookmark.uri, title: bookmark.title, mimeType: bookmark.mimeType, isPrivate: bookmark.isPrivate,
-                            modified: bookmark.modified, visited: bookmark.visited,
-                            applications: bookmark.applications.map { .init(name: $0.name, exec: $0.exec, count: $0.count, stamp: $0.stamp) })
-        }
-        let maxAge = DesktopSettings.integer(schema: Self.privacySchema, key: "recent-files-max-age")
-        let documents = RecentFiles.documents(entries, matcher: RecentAppMatcher(catalog: service.catalog),
-                                              home: service.configuration.homeDirectory, now: now, maxAgeDays: maxAge)
         let settings = service.saved.privacy.settings
         let retentionCutoff: Int64? = settings.retentionDays > 0
             ? now &- Int64(settings.retentionDays) &* 86_400_000_000 : nil
         var present = Set<Int64>()
         present.reserveCapacity(documents.count)
-        var queued = 0
-        // Oldest first: the store's last-use order then matches the file's.
-        for document in documents.sorted(by: { $0.lastUsed < $1.lastUsed }) {
+        for document in documents {
             let key = ActivityStore.bridgedKey(document.uri)
             present.insert(key)
             guard seen?[key] != document.lastUsed, document.lastUsed > watermark else { continue }
             seen?[key] = document.lastUsed
-            var save: (record: SavedActivityRecord, useCount: UInt32, lastUsed: Int64)?
-            if settings.allowsSaving(app: document.appID, type: SystemActivityType.openDocument),
-               retentionCutoff.map({ document.lastUsed >= $0 }) ?? true {
-                let properties = RecentFiles.properties(of: document, limits: service.registry.limits)
-                save = (SavedActivities.record(type: SystemActivityType.openDocument, app: document.appID, properties: properties),
-                        document.useCount, document.lastUsed)
-            }
-            queue.append(ActivityStore.BridgedChange(key: key, stamp: document.lastUsed, save: save))
-            queued += 1
+            let saves = settings.allowsSaving(app: document.appID, type: SystemActivityType.openDocument)
+                && retentionCutoff.map({ document.lastUsed >= $0 }) ?? true
+            queue.append((key, document.lastUsed, saves ? document : nil))
         }
         // Entries gone from the file: their stamps are no longer needed.
-        for key in seen?.keys ?? [:].keys where !present.contains(key) {
+        for key in Array(seen?.keys ?? [:].keys) where !present.contains(key) {
             removals.append(key)
             seen?[key] = nil
         }
-        log.debug("recent files read", metadata: [
-            "entries": "\(bookmarks.count)", "documents": "\(documents.count)", "queued": "\(queued)",
-            "µs": "\(currentTimeMicroseconds() - started)",
-        ])
         scheduleBatch()
     }
 
@@ -191,7 +234,14 @@ final class RecentFilesBridge {
 
     private func writeBatch() {
         let end = min(queueStart + Self.batchSize, queue.count)
-        let changes = Array(queue[queueStart..<end])
+        let limits = service.registry.limits
+        let changes = queue[queueStart..<end].map { item in
+            ActivityStore.BridgedChange(key: item.key, stamp: item.stamp, save: item.document.map { document in
+                let properties = RecentFiles.properties(of: document, limits: limits)
+                return (SavedActivities.record(type: SystemActivityType.openDocument, app: document.appID, properties: properties),
+                        document.useCount, document.lastUsed)
+            })
+        }
         queueStart = end
         let removing = queueStart >= queue.count ? removals : []
         if !removing.isEmpty { removals = [] }
