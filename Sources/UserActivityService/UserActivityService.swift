@@ -51,6 +51,8 @@ public final class UserActivityService {
     let saved: SavedActivities
     /// Continuation: handlers, tokens, continuations in flight (issue 4).
     var continuation: ContinuationService!
+    /// KRunner's SetActivationToken, by connection, for its next Run.
+    var krunnerActivationTokens: [String: String] = [:]
     /// The recent-files bridge, when configured.
     private(set) var recentFiles: RecentFilesBridge?
 
@@ -223,6 +225,7 @@ public final class UserActivityService {
     private func nameOwnerChanged(name: String, oldOwner: String, newOwner: String) {
         callers.nameOwnerChanged(name: name, oldOwner: oldOwner, newOwner: newOwner)
         if name.hasPrefix(":") && newOwner.isEmpty {
+            krunnerActivationTokens[name] = nil
             continuation.connectionClosed(name)
             let events = registry.connectionClosed(name)
             if !events.isEmpty {

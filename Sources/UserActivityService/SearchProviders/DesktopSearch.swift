@@ -27,6 +27,7 @@ extension UserActivityService {
                          "Match": { $0.krunnerMatch($1) },
                          "Actions": { $0.krunnerActions($1) },
                          "Run": { $0.krunnerRun($1) },
+                         "SetActivationToken": { $0.krunnerSetActivationToken($1) },
                          "Config": { $0.krunnerConfig($1) },
                          "Teardown": { $0.krunnerTeardown($1) },
                      ]])
@@ -80,7 +81,7 @@ extension UserActivityService {
     /// delivery, errors and logging exactly as for any other client. The
     /// loop is never blocked; `completion` runs on it with the app that took
     /// the activity or the D-Bus error.
-    func continueSavedForDesktop(_ savedID: String, timestamp: UInt32,
+    func continueSavedForDesktop(_ savedID: String, timestamp: UInt32, activationToken: String? = nil,
                                  completion: @escaping (Result<String, DBusFailure>) -> Void) {
         let call = Message.methodCall(destination: bus.uniqueName, path: Interfaces.managerPath,
                                       interface: Interfaces.managerName, member: "ContinueSavedActivity")
@@ -89,6 +90,7 @@ extension UserActivityService {
         // a _TIME suffix; it lets the window manager give the continuing
         // app's window focus despite focus-stealing prevention.
         if timestamp != 0 { options.append(("desktop-startup-id", .string("_TIME\(timestamp)"))) }
+        if let activationToken, !activationToken.isEmpty { options.append(("activation-token", .string(activationToken))) }
         do {
             try call.append([.string(savedID), .stringVariantDictionary(options)])
         } catch {

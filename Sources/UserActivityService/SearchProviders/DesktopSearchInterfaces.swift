@@ -60,7 +60,8 @@ enum DesktopSearchInterfaces {
         name: krunnerName,
         doc: """
         org.kde.krunner1 at /org/example/UserActivity/KRunner: KRunner's D-Bus runner API (X-Plasma-API=DBus2)
-        over saved search-eligible activities (the manager's Search). Match IDs are saved IDs.
+        over saved search-eligible activities (the manager's Search). Match IDs are saved IDs: stable across
+        queries and restarts, so the plugin sets X-Plasma-Runner-Unique-Results=true.
         Installed by desktop/krunner/org.example.UserActivity.desktop in $XDG_DATA_DIRS/krunner/dbusplugins/.
         Visibility is the manager's: a sandboxed caller sees and runs only its own app's entries.
         """,
@@ -73,6 +74,8 @@ enum DesktopSearchInterfaces {
               doc: "The one action a match may offer: opening its webpage-url with the default browser instead of continuing it in an app. Constant (the plugin sets X-Plasma-Request-Actions-Once)."),
             M(name: "Run", inputs: [A("match_id", "s", "a saved ID from Match"), A("action_id", "s", "empty for the default action (continue), or open-in-browser")], outputs: [],
               doc: "The default action continues the saved activity by calling the manager's ContinueSavedActivity on this service; open-in-browser opens its webpage-url. The reply comes when that is done; its error, if any, is the reply's (and is logged). NotFound for an unknown ID; InvalidArgument for an unknown action or open-in-browser without a webpage-url."),
+            M(name: "SetActivationToken", inputs: [A("token", "s", "an xdg-activation token for the window the next Run opens")], outputs: [],
+              doc: "KRunner (Plasma 6) sends this just before Run: the token is kept for the calling connection and passed on, as the activation-token option, to the continuation of that connection's next Run (then it is used up). A connection's token goes when it closes."),
             M(name: "Config", inputs: [],
               outputs: [A("config", "a{sv}", "MinLetterCount (i): 2, so that one typed letter does not list every activity")],
               doc: "Runner configuration, asked for by KRunner for DBus2 runners."),
