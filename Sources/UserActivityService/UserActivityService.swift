@@ -324,6 +324,10 @@ public final class UserActivityService {
             routes = activityRoutes
         } else if let object = extraObjects[path] {
             routes = object
+        } else if DesktopSearchInterfaces.perAppProviderApp(path: path) != nil,
+                  let object = extraObjects[DesktopSearchInterfaces.searchProviderPath] {
+            // An app's own GNOME Shell provider: the shared object, narrowed by the path.
+            routes = object
         } else if path == Interfaces.managerPath + "/activity" {
             if interface == nil || interface == "org.freedesktop.DBus.Introspectable", member == "Introspect" {
                 let invocation = Invocation(message: message, sender: sender, arguments: [], activityID: nil, bus: bus)

@@ -73,4 +73,36 @@ struct LauncherTokenTests {
         #expect(second.contains("XDG_ACTIVATION_TOKEN="), "the token is used up by the first Run: \(second)")
         #expect(!second.contains("XDG_ACTIVATION_TOKEN=tok-krunner-1"))
     }
+
+    @Test("GNOME Shell: an app's own provider object returns only its entries, with its icon; other paths are UnknownObject")
+    func perAppProvider() throws {
+        let (h, record, document) = try harness()
+        let docID = try donateDocument(h, title: "Quarterly zz token report", path: document)
+        let editorID = try h.donate("Quarterly zz editor report")
+        let path = UA.searchProviderPath + "/com_2eexample_2eDocs"
+        let terms = "['quarterly', 'zz']"
+
+        // gdbus call … --object-path /org/example/UserActivity/SearchProvider/com_2eexample_2eDocs \
+        //   --method org.gnome.Shell.SearchProvider2.GetInitialResultSet "['quarterly', 'zz']"
+        let all = try h.gdbusOK(UA.searchProviderPath, "\(UA.searchProvider).GetInitialResultSet", [terms]).stdout
+        #expect(all.contains(docID) && all.contains(editorID), "\(all)")
+        let own = try h.gdbusOK(path, "\(UA.searchProvider).GetInitialResultSet", [terms]).stdout
+        #expect(own.contains(docID) && !own.contains(editorID), "\(own)")
+        let sub = try h.gdbusOK(path, "\(UA.searchProvider).GetSubsearchResultSet", ["['\(docID)', '\(editorID)']", terms]).stdout
+        #expect(sub.contains(docID) && !sub.contains(editorID), "\(sub)")
+
+        let metas = try h.gdbusOK(path, "\(UA.searchProvider).GetResultMetas", ["['\(docID)', '\(editorID)']"]).stdout
+        #expect(metas.contains("'gicon': <'x-office-document'>"), "the app's Icon=: \(metas)")
+        #expect(!metas.contains(editorID), "another app's entry is not this provider's: \(metas)")
+
+        _ = try h.gdbusOK(path, "\(UA.searchProvider).ActivateResult", [docID, terms, "0"])
+        let launched = try #require(waitForRecord(record), "\(h.logTail())")
+        #expect(launched.contains("ARG \(document)"), "\(launched)")
+        let other = try h.gdbus(path, "\(UA.searchProvider).ActivateResult", [editorID, terms, "0"])
+        #expect(other.gdbusErrorName == UA.error("NotFound"), "\(other)")
+
+        let bad = try h.bus.run("busctl", ["--user", "call", UA.busName, UA.searchProviderPath + "/nope", UA.searchProvider,
+                                           "GetInitialResultSet", "as", "1", "quarterly"])
+        #expect(!bad.succeeded && bad.stderr.contains("no object"), "\(bad)")
+    }
 }

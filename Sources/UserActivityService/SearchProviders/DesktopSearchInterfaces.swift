@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import UserActivityInterfaces
+import UserActivityCore
 
 /// The desktop shells' search interfaces as data, like ``Interfaces``: the
 /// objects' dispatch, signature checks and `Introspect` XML come from here.
@@ -12,6 +13,52 @@ enum DesktopSearchInterfaces {
     static let searchProviderPath = Interfaces.managerPath + "/SearchProvider"
     /// Where KRunner finds the runner (`X-Plasma-DBusRunner-Path=` of the plugin file).
     static let krunnerPath = Interfaces.managerPath + "/KRunner"
+
+    /// The object of one app's own provider (its `search-provider.ini`'s
+    /// `ObjectPath=`): the app ID escaped as GLib's
+    /// `g_dbus_escape_object_path` does (every byte but `[A-Za-z0-9]` as `_`
+    /// and two lowercase hex digits: `com.example.Docs` → `com_2eexample_2eDocs`).
+    static func perAppProviderPath(app: String) -> String {
+        var element = ""
+        for byte in app.utf8 {
+            let isAlphanumeric = (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a)
+            if isAlphanumeric {
+                element.append(Character(Unicode.Scalar(byte)))
+            } else {
+                let hex = Array("0123456789abcdef")
+                element += "_" + String(hex[Int(byte >> 4)]) + String(hex[Int(byte & 0xf)])
+            }
+        }
+        return searchProviderPath + "/" + element
+    }
+
+    /// The app ID of a per-app provider path; nil for any other path, and
+    /// for an element that does not unescape to a reverse-DNS app ID.
+    static func perAppProviderApp(path: String) -> String? {
+        let prefix = searchProviderPath + "/"
+        guard path.hasPrefix(prefix) else { return nil }
+        var bytes: [UInt8] = []
+        var iterator = Array(path.utf8.dropFirst(prefix.utf8.count)).makeIterator()
+        func hex(_ byte: UInt8?) -> UInt8? {
+            guard let byte else { return nil }
+            switch byte {
+            case 0x30...0x39: return byte - 0x30
+            case 0x61...0x66: return byte - 0x61 + 10
+            default: return nil
+            }
+        }
+        while let byte = iterator.next() {
+            if byte == UInt8(ascii: "_") {
+                guard let high = hex(iterator.next()), let low = hex(iterator.next()) else { return nil }
+                bytes.append(high << 4 | low)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        guard let app = String(validating: bytes, as: UTF8.self), ReverseDNSName.isValid(app),
+              perAppProviderPath(app: app) == path else { return nil }
+        return app
+    }
 
     static let searchProviderName = "org.gnome.Shell.SearchProvider2"
     static let krunnerName = "org.kde.krunner1"
@@ -35,6 +82,12 @@ enum DesktopSearchInterfaces {
         over saved search-eligible activities (the manager's Search). Result IDs are saved IDs.
         Installed by desktop/org.example.UserActivity.search-provider.ini in $XDG_DATA_DIRS/gnome-shell/search-providers/.
         Visibility is the manager's: a sandboxed caller sees and activates only its own app's entries.
+        Per-app providers: the same interface at /org/example/UserActivity/SearchProvider/<escaped app ID>
+        (every byte of the app ID but [A-Za-z0-9] as _ and two lowercase hex digits, as g_dbus_escape_object_path
+        does: com.example.Docs → com_2eexample_2eDocs) returns only that app's entries, so an app that ships its
+        own search-provider.ini (DesktopId=<app ID>.desktop, BusName=org.example.UserActivity, ObjectPath= that
+        path, Version=2) gets its activities listed under its own icon. A path that does not unescape to an app
+        ID is UnknownObject.
         """,
         methods: [
             M(name: "GetInitialResultSet", inputs: [termsArg],
