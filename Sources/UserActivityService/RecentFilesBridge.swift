@@ -114,7 +114,10 @@ final class RecentFilesBridge {
     /// 10,000-entry file takes a while); only the comparison with what was
     /// seen and the queueing happen on the loop.
     func fileMayHaveChanged() {
-        guard isOn else { return }
+        guard isOn else {
+            log.debug("recent files: the bridge is off (Bridges, or GNOME's remember-recent-files)")
+            return
+        }
         guard !isReading else {
             readAgain = true
             return

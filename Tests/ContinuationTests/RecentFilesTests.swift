@@ -62,14 +62,33 @@ struct RecentFilesTests {
         let client: Client
         var xbelPath: String { h.session.dataHome + "/recently-used.xbel" }
 
-        init(entries: (String) -> [XBELEntry], config: String? = nil) throws {
-            h = try ContinuationHarness(apps: [])
+        init(entries: (String) -> [XBELEntry], config: String? = nil, privacy: String? = nil) throws {
+            // GNOME's privacy keys, when given: a schema of our own (not the system's) and the keyfile backend.
+            h = try ContinuationHarness(apps: [], environment: privacy == nil ? [:] : ["GSETTINGS_BACKEND": "keyfile"])
+            if let privacy { try Self.installPrivacySchema(h.session, keyfile: privacy) }
             apps = try ArgvApps(h)
             try apps.install(RecentFilesTests.docs, fieldCode: "%U", mimeTypes: ["text/plain"])
             documents = try TemporaryDirectory(prefix: "uat-docs-", base: "/var/tmp")
             if let config { try writeFileAtomically(h.session.configHome + "/useractivity/useractivity.conf", contents: config) }
             client = try h.connect()
             try write(entries(documents.path))
+        }
+
+        static func installPrivacySchema(_ session: SessionEnvironment, keyfile: String) throws {
+            let directory = session.sharedDataDir + "/glib-2.0/schemas"
+            try writeFileAtomically(directory + "/org.gnome.desktop.privacy.gschema.xml", contents: """
+                <?xml version="1.0" encoding="UTF-8"?>
+                <schemalist>
+                  <schema id="org.gnome.desktop.privacy" path="/org/gnome/desktop/privacy/">
+                    <key name="remember-recent-files" type="b"><default>true</default></key>
+                    <key name="recent-files-max-age" type="i"><default>-1</default></key>
+                  </schema>
+                </schemalist>
+
+                """)
+            let compiled = try runCommand("glib-compile-schemas", [directory], environment: session.environment)
+            guard compiled.succeeded else { throw FixtureFailure("glib-compile-schemas: \(compiled)") }
+            try writeFileAtomically(session.configHome + "/glib-2.0/settings/keyfile", contents: keyfile)
         }
 
         func write(_ entries: [XBELEntry]) throws { try writeFileAtomically(xbelPath, contents: xbel(entries)) }
@@ -206,5 +225,20 @@ struct RecentFilesTests {
         let recorded = try #require(f.apps.recorded(Self.docs), "\(f.h.logTail())")
         #expect(recorded.contains("ARG \(f.documents.path)/Quarterly report.txt"), "\(recorded)")
         #expect(recorded.contains("XDG_ACTIVATION_TOKEN=tok-rf"))
+    }
+
+    @Test("GNOME's privacy keys: recent-files-max-age caps the import by age; remember-recent-files=false turns it off")
+    func gnomePrivacyKeys() throws {
+        let capped = try Fixture(entries: { dir in [
+            XBELEntry(uri: "file://\(dir)/fresh.txt", title: "Fresh gnu", app: Self.docs, modified: Date().addingTimeInterval(-3600)),
+            XBELEntry(uri: "file://\(dir)/stale.txt", title: "Stale gnu", app: Self.docs, modified: Date().addingTimeInterval(-3 * 86_400)),
+        ] }, privacy: "[org/gnome/desktop/privacy]\nrecent-files-max-age=2\n")
+        #expect(try capped.waitFor("fresh gnu").count == 1, "\(capped.h.logTail())")
+        #expect(try capped.search("stale gnu").isEmpty, "older than recent-files-max-age")
+
+        let off = try Fixture(entries: { Self.standardEntries($0) }, privacy: "[org/gnome/desktop/privacy]\nremember-recent-files=false\n")
+        _ = try off.search("anything") // starts the daemon
+        #expect(waitUntil(timeout: 20) { off.h.bus.log.contains("recent files: the bridge is off") }, "\(off.h.logTail())")
+        #expect(try off.search("zephyr").isEmpty)
     }
 }
