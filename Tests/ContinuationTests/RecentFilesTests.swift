@@ -111,6 +111,16 @@ struct RecentFilesTests {
             return results
         }
 
+        /// How often the daemon's log has `text` so far.
+        func logCount(_ text: String) -> Int { h.bus.log.components(separatedBy: text).count - 1 }
+
+        /// Runs `body`, then waits until the log has one more `text` than before it.
+        func afterNextLog(_ text: String, _ body: () throws -> Void) throws -> Bool {
+            let before = logCount(text)
+            try body()
+            return waitUntil(timeout: 20) { logCount(text) > before }
+        }
+
         func setBridges(_ names: [String]) throws {
             try client.call(UA.managerPath, "org.freedesktop.DBus.Properties", "Set",
                             [.string(UA.managerInterface), .string("Bridges"), .variant(.stringArray(names))])
@@ -173,7 +183,9 @@ struct RecentFilesTests {
     @Test("Bridges=[] (the setting and its file key) turns it off; Paused entries stay out; ForgetAll sticks until a new use")
     func privacyControls() throws {
         let f = try Fixture(entries: { Self.standardEntries($0) }, config: "[Privacy]\nBridges=\n")
-        // Off from the start (the file key); turning it on imports the file, which shows it was there to read.
+        // Off from the start (the file key): the daemon says so when it looks at the file.
+        _ = try f.search("anything") // starts the daemon
+        #expect(waitUntil(timeout: 20) { f.logCount("recent files: the bridge is off") > 0 }, "\(f.h.logTail())")
         #expect(try f.search("zephyr").isEmpty)
         try f.setBridges(["recent-files"])
         #expect(try f.waitFor("zephyr report").count == 1, "\(f.h.logTail())")
@@ -183,9 +195,7 @@ struct RecentFilesTests {
         let dir = f.documents.path
         var entries = Self.standardEntries(dir)
         entries.append(XBELEntry(uri: "file://\(dir)/wombat.txt", title: "Offrecord wombat", app: Self.docs, modified: Date()))
-        try f.write(entries)
-        // Then a marker entry after unpausing: once it is in, the wombat was looked at.
-        _ = waitUntil(timeout: 3) { false }
+        #expect(try f.afterNextLog("recent files read") { try f.write(entries) }, "\(f.h.logTail())")
         try f.setPaused(false)
         entries.append(XBELEntry(uri: "file://\(dir)/marker.txt", title: "Marker platypus", app: Self.docs, modified: Date()))
         try f.write(entries)
@@ -203,11 +213,10 @@ struct RecentFilesTests {
         let again = try f.waitFor("zephyr report")
         #expect(again.count == 1, "a new use after ForgetAll is new history: \(again)\n\(f.h.logTail(80))")
 
-        // Off again: a new entry is not imported (the marker proves the file was read after it).
+        // Off again: the daemon looks at the new file and imports nothing; on again, it does.
         try f.setBridges([])
         entries.append(XBELEntry(uri: "file://\(dir)/koala.txt", title: "Koala", app: Self.docs, modified: Date().addingTimeInterval(15)))
-        try f.write(entries)
-        _ = waitUntil(timeout: 2) { false }
+        #expect(try f.afterNextLog("recent files: the bridge is off") { try f.write(entries) }, "\(f.h.logTail())")
         #expect(try f.search("koala").isEmpty)
         try f.setBridges(["recent-files"])
         #expect(try f.waitFor("koala").count == 1, "turned on again, the file is read")
