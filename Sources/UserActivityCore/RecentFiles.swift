@@ -61,7 +61,8 @@ public struct RecentDocument: Sendable, Equatable {
 /// saved activities, of which app, with what in them.
 ///
 /// - Skipped: private entries (`<bookmark:private/>`), hidden files (a path
-///   element starting with `.`), files under `/tmp`, and, with
+///   element starting with `.`), files under `/tmp`, URIs over
+///   ``maximumURIBytes``, and, with
 ///   `maxAgeDays`, entries not used within that many days.
 /// - The app: of the entry's applications the one that recorded it last; it
 ///   is matched to an installed desktop entry, as Zeitgeist's recent-manager
@@ -78,9 +79,14 @@ public enum RecentFiles {
     /// blocked (`BlockedApplications`) and forgotten (`ForgetApplication`).
     public static let unmatchedAppID = "org.example.UserActivity.RecentFiles"
 
+    /// Longer URIs are skipped: no real document needs one, and each is
+    /// kept in the store and its search index.
+    public static let maximumURIBytes = 8192
+
     /// Why an entry is not imported, nil when it is.
     public static func skipReason(_ entry: RecentFileEntry) -> String? {
         if entry.isPrivate { return "private" }
+        if entry.uri.utf8.count > maximumURIBytes || entry.uri.isEmpty { return "URI too long or empty" }
         guard let path = SystemActivityType.localPath(ofFileURI: entry.uri) else {
             // Remote documents (sftp:, smb:, https:) have no path to judge.
             return entry.uri.prefix(5).lowercased() == "file:" ? "not a local file" : nil

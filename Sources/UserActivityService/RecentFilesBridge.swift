@@ -27,6 +27,9 @@ final class RecentFilesBridge {
     unowned let service: UserActivityService
     let path: String
     static let batchSize = 250
+    /// GBookmarkFile reads the whole file into memory: a larger one is not
+    /// read (GTK's own files stay far below, 10,000 entries are 4.7 MB).
+    static let maximumFileBytes: Int64 = 64 << 20
     static let privacySchema = "org.gnome.desktop.privacy"
 
     private var monitor: DirectoryMonitor?
@@ -131,6 +134,10 @@ final class RecentFilesBridge {
                          inode: UInt64(info.st_ino))
         if let lastRead, lastRead == signature { return }
         lastRead = signature
+        guard signature.size <= Self.maximumFileBytes else {
+            log.warning("recent files: \(path) is \(signature.size) bytes, more than the \(Self.maximumFileBytes) the bridge reads; ignored until it shrinks")
+            return
+        }
         let started = currentTimeMicroseconds()
         let path = self.path
         let catalog = service.catalog

@@ -61,3 +61,11 @@ import TypedValues
         #expect(try SystemActivityType.document(in: properties) == .init(uri: all[0].uri, mimeType: "text/plain"))
     }
 }
+
+@Suite struct RecentFilesLimits {
+    @Test func overlongAndEmptyURIsAreSkipped() {
+        let long = "file:///home/u/" + String(repeating: "a", count: RecentFiles.maximumURIBytes)
+        #expect(RecentFiles.skipReason(RecentFileEntry(uri: long)) != nil)
+        #expect(RecentFiles.skipReason(RecentFileEntry(uri: "")) != nil)
+    }
+}
