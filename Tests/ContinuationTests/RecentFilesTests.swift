@@ -4,6 +4,9 @@ import Foundation
 import TestSupport
 import Testing
 import TypedValues
+#if canImport(Glibc)
+import Glibc
+#endif
 
 // The recent-files bridge end to end: an XBEL fixture in the test's
 // $XDG_DATA_HOME, the daemon started by D-Bus activation, Search and
@@ -220,6 +223,25 @@ struct RecentFilesTests {
         #expect(try f.search("koala").isEmpty)
         try f.setBridges(["recent-files"])
         #expect(try f.waitFor("koala").count == 1, "turned on again, the file is read")
+    }
+
+    @Test("A restarted daemon does not import again: no duplicates, nothing queued")
+    func restartDoesNotReimport() throws {
+        let f = try Fixture(entries: { Self.standardEntries($0) })
+        #expect(try f.waitFor("zephyr report").count == 1, "\(f.h.logTail())")
+        #expect(try f.waitFor("zephyrnotes").count == 1)
+        let message = Message.methodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                         interface: "org.freedesktop.DBus", member: "GetConnectionUnixProcessID")
+        try message.append([.string(UA.busName)])
+        let pid = try #require(try f.client.connection.call(message, timeoutMilliseconds: 5000).arguments().first?.uint32Value)
+        let reads = f.logCount("recent files read")
+        kill(pid_t(pid), SIGTERM)
+        // The next call starts it again (D-Bus activation); it reads the file again.
+        #expect(waitUntil(timeout: 20) { (try? f.search("zephyr report").count) == 1 && f.logCount("recent files read") > reads },
+                "\(f.h.logTail())")
+        #expect(f.h.bus.log.contains("queued=0"), "the second start finds nothing new: \(f.h.logTail())")
+        #expect(try f.search("zephyr report").count == 1)
+        #expect(try f.search("zephyrnotes").count == 1)
     }
 
     @Test("ContinueSavedActivity on a bridged entry launches the recording app with the document")
