@@ -53,8 +53,16 @@ final class SavedActivities {
         })
     }
 
-    static func record(type: String, app: String, properties: ActivityProperties) -> SavedActivityRecord {
-        SavedActivityRecord(
+    static func record(type: String, app: String, properties given: ActivityProperties) -> SavedActivityRecord {
+        var properties = given
+        // An open-document copy is continued by its URI: required keys never trim it away.
+        if type == SystemActivityType.openDocument, !properties.requiredUserInfoKeys.isEmpty {
+            for key in [SystemActivityType.uriKey, SystemActivityType.mimeTypeKey]
+            where properties.userInfoValue(key) != nil && !properties.requiredUserInfoKeys.contains(key) {
+                properties.requiredUserInfoKeys.append(key)
+            }
+        }
+        return SavedActivityRecord(
             appID: app, activityType: type, persistentIdentifier: properties.persistentIdentifier,
             title: properties.title, contentDescription: properties.contentDescription,
             keywords: properties.keywords, webpageURL: properties.webpageURL,

@@ -181,6 +181,16 @@ struct SystemTypeTests {
                                         options: [("target-app-id", .string(Self.plain))])
         }
         #expect(noURIs?.name == UA.error("NoHandler"), "\(String(describing: noURIs))")
+        // A saved copy keeps uri and mime-type even when required-user-info-keys names others.
+        try client.registerApplication(Self.docs)
+        let saved = try client.call(UA.managerPath, UA.managerInterface, "Donate", [.string(openDocument), .stringVariantDictionary([
+            ("user-info", .stringVariantDictionary([("uri", .string("file://" + file)), ("mime-type", .string("text/x-uatest")), ("page", .uint32(3))])),
+            ("required-user-info-keys", .stringArray(["page"]))])]).first?.stringValue ?? ""
+        let bySaved = try client.call(UA.managerPath, UA.managerInterface, "ContinueSavedActivity", [.string(saved), .stringVariantDictionary([])])
+        #expect(bySaved.first?.stringValue == Self.docs, "\(h.logTail())")
+        #expect(apps.arguments(Self.docs) == [file])
+        try FileManager.default.removeItem(atPath: apps.argvPath(Self.docs))
+
         let chosen = try client.continueActivity(openDocument, [("user-info", .stringVariantDictionary([("uri", .string("file://" + file))]))],
                                                  options: [("target-app-id", .string(Self.docs))])
         #expect(chosen == Self.docs)
