@@ -255,8 +255,10 @@ final class RecentFilesBridge {
         queueStart = end
         let removing = queueStart >= queue.count ? removals : []
         if !removing.isEmpty { removals = [] }
+        let started = currentTimeMicroseconds()
         do {
             try service.saved.importBridged(source: RecentFiles.source, changes: changes, removing: removing)
+            log.debug("recent files: batch written", metadata: ["entries": "\(changes.count)", "µs": "\(currentTimeMicroseconds() - started)"])
         } catch {
             log.error("recent files: \(error)")
             // Look at everything again on the next change.
