@@ -160,6 +160,117 @@ public final class ActivityStore: Sendable {
         }
     }
 
+    // MARK: Bridges
+
+    /// One entry of another desktop history (the recent-files bridge), as
+    /// ``importBridged(source:changes:removing:keepingPerApp:)`` takes it.
+    public struct BridgedChange: Sendable {
+        /// The hash of the source's key (see ``bridgedKey(_:)``); never 0.
+        public var key: Int64
+        /// When the source last recorded a use (Unix µs): the entry is
+        /// looked at again only when this changes.
+        public var stamp: Int64
+        /// What to save, with the source's use count and last use; nil:
+        /// only remember the stamp (paused, blocked, too old).
+        public var save: (record: SavedActivityRecord, useCount: UInt32, lastUsed: Int64)?
+
+        public init(key: Int64, stamp: Int64, save: (record: SavedActivityRecord, useCount: UInt32, lastUsed: Int64)?) {
+            self.key = key
+            self.stamp = stamp
+            self.save = save
+        }
+    }
+
+    /// The 64-bit FNV-1a hash of a source's key (0 is mapped to 1: 0 is the watermark row).
+    public static func bridgedKey(_ text: String) -> Int64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        return hash == 0 ? 1 : Int64(bitPattern: hash)
+    }
+
+    /// What a bridge has seen of `source`: key hash → stamp, and the watermark
+    /// (uses up to it are not to be imported; 0 when none).
+    public func bridgedStamps(source: String) throws -> (stamps: [Int64: Int64], watermark: Int64) {
+        try connection.withLock { db throws(StoreError) in
+            try db.withStatement("SELECT key, stamp FROM bridged WHERE source = ?1") { statement throws(StoreError) in
+                try statement.bind(1, source)
+                var stamps: [Int64: Int64] = [:]
+                var watermark: Int64 = 0
+                while try statement.step() {
+                    let key = statement.int64(0)
+                    if key == 0 { watermark = statement.int64(1) } else { stamps[key] = statement.int64(1) }
+                }
+                return (stamps, watermark)
+            }
+        }
+    }
+
+    /// Saves a batch of a bridge's entries (each counted with the source's
+    /// use count and last use, keyed by app and persistent identifier, so a
+    /// re-import updates instead of duplicating), remembers their stamps and
+    /// forgets the keys in `removing`, in one transaction.
+    ///
+    /// - Returns: The saved IDs of the entries saved.
+    @discardableResult
+    public func importBridged(source: String, changes: [BridgedChange], removing: [Int64] = [],
+                              keepingPerApp: Int = 0) throws -> [String] {
+        let encoded = try changes.map { change throws -> EncodedRecord? in
+            try change.save.map { try EncodedRecord($0.record) }
+        }
+        let hours = changes.map { $0.save.map { hourOfDay($0.lastUsed) } ?? 0 }
+        return try connection.withLock { db throws(StoreError) in
+            try db.transaction { () throws(StoreError) in
+                var savedIDs: [String] = []
+                var apps = Set<String>()
+                for (index, change) in changes.enumerated() {
+                    if let save = change.save, let record = encoded[index] {
+                        savedIDs.append(try Self.upsert(db, record, now: save.lastUsed, hour: hours[index], countsAsUse: true,
+                                                        useCount: Int64(save.useCount)))
+                        apps.insert(save.record.appID)
+                    }
+                    try db.withStatement("INSERT OR REPLACE INTO bridged (source, key, stamp) VALUES (?1, ?2, ?3)") { statement throws(StoreError) in
+                        try statement.bind(1, source)
+                        try statement.bind(2, change.key)
+                        try statement.bind(3, change.stamp)
+                        try statement.run()
+                    }
+                }
+                for key in removing where key != 0 {
+                    try db.withStatement("DELETE FROM bridged WHERE source = ?1 AND key = ?2") { statement throws(StoreError) in
+                        try statement.bind(1, source)
+                        try statement.bind(2, key)
+                        try statement.run()
+                    }
+                }
+                if keepingPerApp > 0 {
+                    for app in apps.sorted() { _ = try Self.trim(db, appID: app, keeping: keepingPerApp) }
+                }
+                return savedIDs
+            }
+        }
+    }
+
+    /// Forgets what every bridge has seen and sets their watermark to `now`:
+    /// after ForgetAll nothing a source recorded before is imported again,
+    /// and no hash of it is kept.
+    public func resetBridges(watermark now: Int64, sources: [String]) throws {
+        try connection.withLock { db throws(StoreError) in
+            try db.transaction { () throws(StoreError) in
+                try db.execute("DELETE FROM bridged")
+                for source in sources {
+                    try db.withStatement("INSERT INTO bridged (source, key, stamp) VALUES (?1, 0, ?2)") { statement throws(StoreError) in
+                        try statement.bind(1, source)
+                        try statement.bind(2, now)
+                        try statement.run()
+                    }
+                }
+            }
+        }
+    }
+
     /// One save of a group (see ``saveGroup(_:)``).
     public struct GroupedSave: Sendable {
         public var record: SavedActivityRecord
@@ -271,7 +382,7 @@ public final class ActivityStore: Sendable {
     public static var schemaVersion: Int { Schema.currentVersion }
 
     private static func upsert(_ db: SQLiteConnection, _ encoded: EncodedRecord, now: Int64, hour: Int,
-                               countsAsUse: Bool) throws(StoreError) -> String {
+                               countsAsUse: Bool, useCount importedCount: Int64? = nil) throws(StoreError) -> String {
         let record = encoded.record
         struct Existing {
             var id: Int64; var savedID: String; var useCount: Int64; var hours: UseHours; var lastUsed: Int64
@@ -295,7 +406,16 @@ public final class ActivityStore: Sendable {
         let keywordsText = record.keywords.joined(separator: "\n")
 
         if var entry = existing {
-            if countsAsUse {
+            if let importedCount {
+                // An imported use: the source's count; last use never goes back.
+                entry.useCount = min(max(importedCount, 0), Int64(UInt32.max))
+                if now > entry.lastUsed {
+                    entry.lastUsed = now
+                    entry.hours.add(hour: hour)
+                    let highest = try Self.highestRowID(db)
+                    if entry.id != highest { entry.id = try Self.nextRowID(db, after: highest) }
+                }
+            } else if countsAsUse {
                 entry.useCount = min(entry.useCount + 1, Int64(UInt32.max))
                 entry.lastUsed = now
                 entry.hours.add(hour: hour)
@@ -361,7 +481,7 @@ public final class ActivityStore: Sendable {
             try statement.bind(12, record.expirationDate)
             try statement.bind(13, record.suggestedInvocationPhrase)
             try statement.bind(14, encoded.properties)
-            try statement.bind(15, Int64(countsAsUse ? 1 : 0))
+            try statement.bind(15, importedCount.map { min(max($0, 0), Int64(UInt32.max)) } ?? Int64(countsAsUse ? 1 : 0))
             try statement.bind(16, now)
             try statement.bind(17, hours.bytes)
             db.entryCountByApp[record.appID]? += 1

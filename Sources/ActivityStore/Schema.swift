@@ -13,7 +13,7 @@ import CSQLite
 /// what we know) is refused rather than "downgraded".
 enum Schema {
     /// Index `i` upgrades a database from `user_version` `i` to `i + 1`.
-    static let migrations: [String] = [version1, version2, version3]
+    static let migrations: [String] = [version1, version2, version3, version4]
 
     static var currentVersion: Int { migrations.count }
 
@@ -144,6 +144,22 @@ enum Schema {
         DROP TABLE entries_fts;
         DROP TABLE terms;
         ALTER TABLE entries DROP COLUMN scope;
+        """
+
+    /// Version 4: what bridges from other desktop histories (the recent-files
+    /// bridge) have seen, so that an entry forgotten, blocked or recorded
+    /// while paused is not imported again until the source records a new use.
+    /// `key` is a 64-bit hash of the source's own key (a URI), not the URI:
+    /// the table must not keep, in clear, history the user asked to forget.
+    /// A row with key 0 holds the source's watermark (uses up to `stamp` are
+    /// never imported; set by ForgetAll, which empties the rest).
+    static let version4 = """
+        CREATE TABLE bridged (
+            source TEXT NOT NULL,
+            key INTEGER NOT NULL,
+            stamp INTEGER NOT NULL,
+            PRIMARY KEY (source, key)
+        ) WITHOUT ROWID;
         """
 
     /// Brings the database to ``currentVersion``, one transaction per step.

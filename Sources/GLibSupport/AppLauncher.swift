@@ -114,6 +114,39 @@ public enum AppLauncher {
         return ""
     }
 
+    /// Opens a document with the user's default handler for its MIME type
+    /// (`g_app_info_get_default_for_type`, as `mimeapps.list` decides).
+    ///
+    /// With an empty `mimeType` (or one nobody handles) the URI is opened as
+    /// ``open(uri:environment:)`` opens it, which for a local file asks GIO
+    /// for the file's content type.
+    ///
+    /// - Returns: The handler's app ID, or the empty string when unknown.
+    /// - Throws: ``AppLaunchFailure`` when no app handles the document or
+    ///   the handler cannot be started.
+    @discardableResult
+    public static func open(document uri: String, mimeType: String,
+                            environment: LaunchEnvironment = LaunchEnvironment()) throws(AppLaunchFailure) -> String {
+        if !mimeType.isEmpty, let info = g_app_info_get_default_for_type(mimeType, CGLIB_FALSE) {
+            defer { g_object_unref(UnsafeMutableRawPointer(info)) }
+            try launch(appInfo: info, uris: [uri], environment: environment, what: "the default handler of \(mimeType)")
+            return appID(of: info) ?? ""
+        }
+        if uri.prefix(5).lowercased() == "file:" {
+            // No scheme handler claims file:; GIO guesses the type from the file.
+            let file = g_file_new_for_uri(uri)!
+            defer { g_object_unref(UnsafeMutableRawPointer(file)) }
+            var error: UnsafeMutablePointer<GError>?
+            guard let info = g_file_query_default_handler(file, nil, &error) else {
+                throw failure(error, fallback: "no application is set to open \(uri)\(mimeType.isEmpty ? "" : " (\(mimeType))")")
+            }
+            defer { g_object_unref(UnsafeMutableRawPointer(info)) }
+            try launch(appInfo: info, uris: [uri], environment: environment, what: "the default handler of \(uri)")
+            return appID(of: info) ?? ""
+        }
+        return try open(uri: uri, environment: environment)
+    }
+
     // MARK: Internals
 
     /// GIO announces every launch on the session bus through its shared

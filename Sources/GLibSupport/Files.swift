@@ -34,3 +34,8 @@ public func makeDirectory(_ path: String, mode: Int32 = 0o700) throws {
         throw FileFailure(description: "cannot create the directory \(path): \(String(cString: g_strerror(errno)))")
     }
 }
+
+/// Whether something exists at `path` (a dangling symlink does not).
+public func pathExists(_ path: String) -> Bool {
+    access(path, F_OK) == 0
+}

@@ -69,11 +69,12 @@ enum DeclarationCheck {
             GLibKeyFile.load(path: path).map(DesktopEntryFile.init(file:))
         }
         let warnings = catalog.warnings.filter { $0.contains("'\(appID)'") }
+        guard types.contains(where: { !SystemActivityType.isSystem($0) }) else { return }
         guard let app = catalog.app(appID) else {
             throw DeclarationError(appID: appID, missingTypes: types, desktopFile: nil, searchedDirectories: directories,
                                    lineToAdd: line(types), catalogWarnings: warnings)
         }
-        let missing = types.filter { !app.declares($0) }
+        let missing = types.filter { !app.declares($0) && !SystemActivityType.isSystem($0) }
         guard !missing.isEmpty else { return }
         // Keep what the entry declares already (in its order), then add what is missing.
         let declared = app.declaredTypes + missing.filter { !app.declaredTypes.contains($0) }

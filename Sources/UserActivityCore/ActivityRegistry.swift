@@ -94,9 +94,10 @@ public final class ActivityRegistry {
     }
 
     /// Checks that `app` declares `type`; the message says how to declare it.
+    /// The ``SystemActivityType``s need no declaration.
     public func requireDeclared(app: String, type: String) throws(UserActivityError) {
         try ReverseDNSName.validate(type, as: "activity type")
-        guard isDeclared(app, type) else {
+        guard SystemActivityType.isSystem(type) || isDeclared(app, type) else {
             throw .notDeclared("the app \(app) does not declare the activity type \(type): add it to X-UserActivityTypes in \(app).desktop (types must start with the app's team, e.g. \(ReverseDNSName.parent(of: app) ?? app).)")
         }
     }
@@ -108,6 +109,7 @@ public final class ActivityRegistry {
                        confinedApp: String? = nil, now: Int64) throws(UserActivityError) -> (LiveActivity, [RegistryEvent]) {
         try requireDeclared(app: app, type: type)
         let properties = try patch.applied(to: ActivityProperties(), limits: limits)
+        try SystemActivityType.validate(type: type, properties: properties)
         if properties.expirationDate != 0 && properties.expirationDate <= now {
             throw .expired("expiration-date \(properties.expirationDate) is already past (now is \(now) µs since the epoch); use a future time or 0 for never")
         }
@@ -139,6 +141,7 @@ public final class ActivityRegistry {
     public func update(_ id: String, with patch: ActivityPatch, now: Int64) throws(UserActivityError) -> [RegistryEvent] {
         guard var activity = activities[id] else { throw Self.unknownObject(id) }
         let updated = try patch.applied(to: activity.properties, limits: limits)
+        try SystemActivityType.validate(type: activity.activityType, properties: updated)
         let changed = patch.changedFields.filter { activity.properties.value(of: $0) != updated.value(of: $0) }
         let bytes = patch.isEmpty ? activity.dataBytes : updated.dataBytes
         try checkMemory(app: activity.appID, adding: bytes - activity.dataBytes)

@@ -25,11 +25,20 @@ public struct InstalledApp: Sendable, Equatable {
     /// `X-SnapInstanceName`, which snapd writes into the desktop files it
     /// exports; it is how a Snap's cgroup is mapped back to an app ID.
     public var snapInstanceName: String?
+    /// `MimeType=`: the content types and `x-scheme-handler/<scheme>` it opens.
+    public var mimeTypes: [String]
+    /// Whether `Exec=` takes URIs or files (`%u`, `%U`, `%f` or `%F`), so
+    /// that a document can be handed to it on its command line.
+    public var execTakesURIs: Bool
+    /// The program `Exec=` runs, without its directory (`gedit` for
+    /// `/usr/bin/gedit %U`), for matching what other histories recorded.
+    public var execProgram: String?
 
     /// An app as already validated (the catalog's loader, or a test's fixture).
     public init(id: String, desktopFilePath: String, name: String? = nil, icon: String? = nil,
                 declaredTypes: [String] = [], team: String, dbusActivatable: Bool = false,
-                snapInstanceName: String? = nil) {
+                snapInstanceName: String? = nil, mimeTypes: [String] = [], execTakesURIs: Bool = false,
+                execProgram: String? = nil) {
         self.id = id
         self.desktopFilePath = desktopFilePath
         self.name = name
@@ -38,6 +47,74 @@ public struct InstalledApp: Sendable, Equatable {
         self.team = team
         self.dbusActivatable = dbusActivatable
         self.snapInstanceName = snapInstanceName
+        self.mimeTypes = mimeTypes
+        self.execTakesURIs = execTakesURIs
+        self.execProgram = execProgram
+    }
+
+    /// The program of a command line, without its directory: the first word
+    /// (quotes removed; an `env VAR=value` prefix skipped); for
+    /// `flatpak run [options] <app-id>` the app ID.
+    public static func execProgram(_ exec: String) -> String? {
+        var words = commandWords(exec)
+        if words.first.map(basename) == "env" {
+            words.removeFirst()
+            while let first = words.first, first.contains("="), !first.hasPrefix("/") { words.removeFirst() }
+        }
+        if words.first.map(basename) == "flatpak", words.count > 2, words[1] == "run",
+           let id = words.dropFirst(2).first(where: { !$0.hasPrefix("-") }) {
+            return id
+        }
+        return words.first.map(basename).flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    private static func basename(_ path: String) -> String {
+        path.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? path
+    }
+
+    /// Words of a command line, with `'…'` and `"…"` quoting (backslash
+    /// escapes inside double quotes) removed.
+    static func commandWords(_ line: String) -> [String] {
+        var words: [String] = []
+        var current = ""
+        var inWord = false
+        var quote: Character?
+        var escaped = false
+        for character in line {
+            if escaped { current.append(character); escaped = false; continue }
+            if let open = quote {
+                if character == open { quote = nil } else if character == "\\" && open == "\"" { escaped = true } else { current.append(character) }
+                continue
+            }
+            switch character {
+            case "'", "\"": quote = character; inWord = true
+            case "\\": escaped = true; inWord = true
+            case " ", "\t", "\n":
+                if inWord { words.append(current); current = ""; inWord = false }
+            default: current.append(character); inWord = true
+            }
+        }
+        if inWord { words.append(current) }
+        return words
+    }
+
+    /// Whether its entry lists `x-scheme-handler/<scheme>` in `MimeType=`.
+    public func handlesScheme(_ scheme: String) -> Bool {
+        mimeTypes.contains("x-scheme-handler/" + scheme.lowercased())
+    }
+
+    /// Whether an `Exec=` line has a `%u`, `%U`, `%f` or `%F` field code
+    /// (`%%` is a literal percent sign, not a code).
+    public static func execTakesURIs(_ exec: String) -> Bool {
+        var iterator = exec.makeIterator()
+        while let character = iterator.next() {
+            guard character == "%" else { continue }
+            switch iterator.next() {
+            case "u", "U", "f", "F": return true
+            default: continue
+            }
+        }
+        return false
     }
 
     /// Whether this app may create, donate and receive `type`.
@@ -215,7 +292,10 @@ public struct AppCatalog: Sendable {
             icon: file.string(group: group, key: "Icon"),
             team: implicitTeam(of: id),
             dbusActivatable: file.boolean(group: group, key: "DBusActivatable") ?? false,
-            snapInstanceName: file.string(group: group, key: snapInstanceNameKey).flatMap { $0.isEmpty ? nil : $0 })
+            snapInstanceName: file.string(group: group, key: snapInstanceNameKey).flatMap { $0.isEmpty ? nil : $0 },
+            mimeTypes: (file.stringList(group: group, key: "MimeType") ?? []).filter { !$0.isEmpty },
+            execTakesURIs: file.string(group: group, key: "Exec").map { InstalledApp.execTakesURIs($0) } ?? false,
+            execProgram: file.string(group: group, key: "Exec").flatMap { InstalledApp.execProgram($0) })
 
         let declared = file.stringList(group: group, key: typesKey) ?? []
         guard ReverseDNSName.isValid(id) else {

@@ -22,6 +22,13 @@ public enum ContinuationTarget: Sendable, Equatable {
     /// No app declares the type (for the publisher's team): the activity's
     /// `webpage-url` is opened with the user's default handler.
     case webpage(url: String)
+    /// A system type (``SystemActivityType``): the app is launched from its
+    /// desktop entry with the URI on its command line and no handler is
+    /// waited for.
+    case launchWithURI(id: String, desktopFilePath: String, uri: String)
+    /// An open-document activity no app of the publisher's takes: the user's
+    /// default handler for `mimeType` (for the URI itself when it is empty).
+    case document(uri: String, mimeType: String)
 }
 
 /// Chooses the app that continues an activity: the spec's "Continuation"
@@ -49,6 +56,14 @@ public enum ContinuationTarget: Sendable, Equatable {
 ///
 /// App IDs compare by their UTF-8 bytes, so the order does not depend on the
 /// locale or on the order desktop entries were found in.
+///
+/// ## System types
+/// ``SystemActivityType``s are declared by nobody and go by their URI: to
+/// `target-app-id` when given (it must be able to take the URI), else to the
+/// publisher when it is installed and can take it, else to the user's default
+/// handler (the web browser for `browsing-web`, the MIME type's handler for
+/// `open-document`). Registered handlers play no part: the app is launched
+/// with the URI as if the user had opened it from a file manager or a link.
 public enum ContinuationPlanner {
     /// The team continuations of `publisher`'s activities are restricted to.
     public static func team(ofPublisher publisher: String, catalog: AppCatalog) -> String {
@@ -125,6 +140,61 @@ public enum ContinuationPlanner {
         if !webpageURL.isEmpty { return .webpage(url: webpageURL) }
         let whose = publisher.map { " of the publisher \($0)'s team (\(team(ofPublisher: $0, catalog: catalog)))" } ?? ""
         throw UserActivityError(.noHandler, "no installed app\(whose) declares the activity type \(type) in X-UserActivityTypes, and the activity has no webpage-url to open instead")
+    }
+
+    /// Chooses where a continuation goes, for app-defined and system types alike.
+    ///
+    /// - Parameters:
+    ///   - properties: The activity's data (a system type's URI is in them).
+    ///   - fileExists: Whether a local path exists (for `file://` documents).
+    /// - Throws: as ``plan(type:publisher:webpageURL:targetAppID:catalog:hasHandler:)``;
+    ///   for a system type also `InvalidArgument` (what it needs is missing)
+    ///   and `NotFound` (a `file://` document that does not exist here).
+    public static func plan(type: String, publisher: String?, properties: ActivityProperties, targetAppID: String?,
+                            catalog: AppCatalog, hasHandler: (String) -> Bool,
+                            fileExists: (String) -> Bool) throws(UserActivityError) -> ContinuationTarget {
+        guard SystemActivityType.isSystem(type) else {
+            return try plan(type: type, publisher: publisher, webpageURL: properties.webpageURL, targetAppID: targetAppID,
+                            catalog: catalog, hasHandler: hasHandler)
+        }
+        try SystemActivityType.validate(type: type, properties: properties)
+        let uri: String
+        let canTake: (InstalledApp) -> Bool
+        let what: String
+        var fallback: ContinuationTarget
+        if type == SystemActivityType.browsingWeb {
+            uri = properties.webpageURL
+            let scheme = uri.prefix { $0 != ":" }.lowercased()
+            canTake = { $0.handlesScheme(scheme) && $0.execTakesURIs }
+            what = "its desktop entry does not handle x-scheme-handler/\(scheme) with a %u or %U in Exec"
+            fallback = .webpage(url: uri)
+        } else {
+            let document = try SystemActivityType.document(in: properties)
+            uri = document.uri
+            if uri.prefix(5).lowercased() == "file:" {
+                guard let path = document.localPath else {
+                    throw .notFound("the document \(uri.prefix(300)) is not a file on this computer (a file: URI must be file:///absolute/path)")
+                }
+                guard fileExists(path) else {
+                    throw .notFound("the document \(path) does not exist on this computer (moved, deleted, or on another device)")
+                }
+            }
+            canTake = { $0.execTakesURIs }
+            what = "its desktop entry's Exec takes no %u, %U, %f or %F"
+            fallback = .document(uri: uri, mimeType: document.mimeType)
+        }
+        if let targetAppID {
+            guard let target = catalog.app(targetAppID) else {
+                throw .unknownApplication("target-app-id '\(targetAppID)' is not an installed app: install \(targetAppID).desktop or leave target-app-id out")
+            }
+            guard canTake(target) else {
+                throw UserActivityError(.noHandler, "the target app \(targetAppID) cannot continue \(type): \(what)")
+            }
+            fallback = .launchWithURI(id: target.id, desktopFilePath: target.desktopFilePath, uri: uri)
+        } else if let publisher, let app = catalog.app(publisher), canTake(app) {
+            fallback = .launchWithURI(id: app.id, desktopFilePath: app.desktopFilePath, uri: uri)
+        }
+        return fallback
     }
 
     /// Whether a caller may see and continue a saved activity of `app`:

@@ -12,6 +12,7 @@ import TypedValues
 /// BlockedActivityTypes=
 /// RetentionDays=90
 /// MaxSavedPerApplication=1000
+/// Bridges=recent-files;
 /// ```
 public struct PrivacySettings: Sendable, Equatable {
     public var paused = false
@@ -21,18 +22,27 @@ public struct PrivacySettings: Sendable, Equatable {
     public var retentionDays: UInt32 = 90
     /// At most this many saved entries per app, the least recently used go first; 0 = no limit.
     public var maxSavedPerApplication: UInt32 = 1000
+    /// The bridges that import other desktop histories into saved activities
+    /// (``knownBridges``); all on by default, an empty list turns them off.
+    public var bridges: [String] = PrivacySettings.knownBridges
+
+    /// Every bridge this version has: `recent-files` (``RecentFiles``).
+    public static let knownBridges = [RecentFiles.source]
 
     public init() {}
+
+    /// Whether the bridge named `name` is on.
+    public func bridgeIsOn(_ name: String) -> Bool { bridges.contains(name) }
 
     public static let group = "Privacy"
 
     /// The property names, in the order they are documented.
-    public static let propertyNames = ["Paused", "BlockedApplications", "BlockedActivityTypes", "RetentionDays", "MaxSavedPerApplication"]
+    public static let propertyNames = ["Paused", "BlockedApplications", "BlockedActivityTypes", "RetentionDays", "MaxSavedPerApplication", "Bridges"]
 
     public static func signature(of property: String) -> String? {
         switch property {
         case "Paused": return "b"
-        case "BlockedApplications", "BlockedActivityTypes": return "as"
+        case "BlockedApplications", "BlockedActivityTypes", "Bridges": return "as"
         case "RetentionDays", "MaxSavedPerApplication": return "u"
         default: return nil
         }
@@ -50,6 +60,7 @@ public struct PrivacySettings: Sendable, Equatable {
         case "BlockedActivityTypes": return .stringArray(blockedActivityTypes)
         case "RetentionDays": return .uint32(retentionDays)
         case "MaxSavedPerApplication": return .uint32(maxSavedPerApplication)
+        case "Bridges": return .stringArray(bridges)
         default: return nil
         }
     }
@@ -67,8 +78,20 @@ public struct PrivacySettings: Sendable, Equatable {
         case "BlockedApplications": blockedApplications = try Self.names(value.stringArrayValue ?? [], what: "app ID")
         case "BlockedActivityTypes": blockedActivityTypes = try Self.names(value.stringArrayValue ?? [], what: "activity type")
         case "RetentionDays": retentionDays = value.uint32Value ?? 0
+        case "Bridges": bridges = try Self.bridgeNames(value.stringArrayValue ?? [])
         default: maxSavedPerApplication = value.uint32Value ?? 0
         }
+    }
+
+    private static func bridgeNames(_ names: [String]) throws(UserActivityError) -> [String] {
+        var unique: [String] = []
+        for name in names {
+            guard knownBridges.contains(name) else {
+                throw .invalidArgument("'\(name.prefix(200))' is not a bridge; the bridges are: \(knownBridges.joined(separator: ", "))")
+            }
+            if !unique.contains(name) { unique.append(name) }
+        }
+        return unique
     }
 
     private static func names(_ names: [String], what: String) throws(UserActivityError) -> [String] {
@@ -98,6 +121,16 @@ public struct PrivacySettings: Sendable, Equatable {
             }
             assign(&settings, valid)
         }
+        if let list = file.stringList(group: group, key: "Bridges") {
+            settings.bridges = []
+            for name in list where !name.isEmpty {
+                if knownBridges.contains(name) {
+                    if !settings.bridges.contains(name) { settings.bridges.append(name) }
+                } else {
+                    warnings.append("Bridges: '\(name)' is not a bridge (known: \(knownBridges.joined(separator: ", "))); ignored")
+                }
+            }
+        }
         for key in ["RetentionDays", "MaxSavedPerApplication"] {
             guard let text = file.string(group: group, key: key) else { continue }
             guard let number = UInt32(text.trimmingCharacters(in: .whitespaces)) else {
@@ -125,6 +158,9 @@ public struct PrivacySettings: Sendable, Equatable {
         RetentionDays=\(retentionDays)
         # At most this many saved entries per app (least recently used go first); 0 = no limit.
         MaxSavedPerApplication=\(maxSavedPerApplication)
+        # Other desktop histories imported as saved activities; empty turns them off.
+        # recent-files: the documents GTK and KDE apps record in recently-used.xbel.
+        Bridges=\(list(bridges))
 
         """
     }

@@ -16,7 +16,7 @@ public enum Interfaces {
     private typealias S = InterfaceDescription.Signal
     private typealias P = InterfaceDescription.Property
 
-    private static let typeArg = A("activity_type", "s", "reverse-DNS activity type declared by the caller's app in X-UserActivityTypes, e.g. com.example.Editor.edit-document")
+    private static let typeArg = A("activity_type", "s", "reverse-DNS activity type declared by the caller's app in X-UserActivityTypes, e.g. com.example.Editor.edit-document, or a system type (org.example.UserActivity.browsing-web, org.example.UserActivity.open-document) that needs no declaration")
     private static let propertiesArg = A("properties", "a{sv}", "activity properties by kebab-case key (title, user-info, keywords, webpage-url, …); an unconfined caller may add app-id to name its app. Unknown keys, wrong types and activity-type are InvalidArgument")
     private static let continueOptionsArg = A("options", "a{sv}", "target-app-id (s) chooses among candidate apps (UnknownApplication when not installed, NoHandler when it cannot take this activity; never swapped for another app); timeout-ms (u, default 10000, 0 = default, at most 600000) bounds launching, registering and answering together; activation-token (s) and desktop-startup-id (s) are passed on in platform data")
 
@@ -44,6 +44,16 @@ public enum Interfaces {
         launches 10 at once per app (per connection for an unconfined caller), then one per second. A call
         whose activity data are larger than any valid one is refused before it is decoded (UserInfoTooLarge for
         user-info). Unix file descriptors are never taken from callers or apps: every one received is closed.
+        System activity types: any app may create, make current and donate these without declaring them
+        (NSUserActivityTypeBrowsingWeb is the model); what they carry is checked on every write (InvalidArgument).
+        org.example.UserActivity.browsing-web needs webpage-url; it is continued by the publisher when its desktop
+        entry handles x-scheme-handler/https (or http) and its Exec takes %u/%U, else by the default web browser.
+        org.example.UserActivity.open-document needs user-info uri (s, an absolute URI) and may give mime-type (s);
+        it is continued by launching the publisher with the URI when its Exec takes %u/%U/%f/%F, else by the
+        default handler of the MIME type (of the file, or of the URI's scheme, without one); a file:// URI whose
+        file does not exist here is NotFound naming the path. target-app-id picks another app that can take the
+        URI. activation-token and desktop-startup-id reach the launched app as XDG_ACTIVATION_TOKEN and
+        DESKTOP_STARTUP_ID. Registered handlers take no part in them.
         """,
         methods: [
             M(name: "CreateActivity", inputs: [typeArg, propertiesArg],
@@ -67,7 +77,8 @@ public enum Interfaces {
               doc: """
               Dispatches an activity that came from outside (a link, another device, a script) to an app of the publisher's team that declares its type; falls back to opening webpage-url with the default https handler (mimeapps.list).
               Candidates, in order: the publisher itself, apps with a registered handler, DBusActivatable apps, the rest; each group by app ID. Delivery: Handler.ContinueActivity on a registered handler; else org.freedesktop.Application.ActivateAction('continue-activity', [<(sa{sv})>], platform_data); else the app is launched from its desktop entry and the activity delivered when it registers a handler.
-              Errors: NoHandler (no candidate and no webpage-url, or the browser could not be opened), RemoteApplicationTimedOut (no answer in time, or the app could not be launched, activated or reached; the app then gets FailedToContinue), ContinuationFailed (the app answered false, or lacks the continue-activity action or the Handler method), the app's own error passed on, Expired, MissingRequiredUserInfoKeys, LimitExceeded (too many continuations in flight for the connection, the sandboxed app or the session, or too many launches: the message says which). A confined caller may name only its own app as app-id (AccessDenied), and is the publisher when it names none: its activity goes only to apps of its own team (NoHandler when none declares the type and there is no webpage-url); a confined caller whose app cannot be identified gets UnknownApplication. Only an unconfined caller may send an activity of unknown origin (app-id left out), which any app declaring the type may receive.
+              System types go by their URI (see the interface's description). Errors: NoHandler (no candidate and no webpage-url, or the browser or default handler could not be opened), NotFound (an open-document file:// URI that does not exist here), RemoteApplicationTimedOut (no answer in time, or the app could not be launched, activated or reached; the app then gets FailedToContinue), ContinuationFailed (the app answered false, or lacks the continue-activity action or the Handler method), the app's own error passed on, Expired, MissingRequiredUserInfoKeys, LimitExceeded (too many continuations in flight for the connection, the sandboxed app or the session, or too many launches: the message says which). A confined caller may name only its own app as app-id (AccessDenied), and is the publisher when it names none: its activity goes only to apps of its own team (NoHandler when none declares the type and there is no webpage-url); a confined caller whose app cannot be identified gets UnknownApplication. Only an unconfined caller may send an activity of unknown origin (app-id left out), which any app declaring the type may receive.
+
               """),
             M(name: "FetchForHandoff", inputs: [A("activity", "o", "a live activity, normally the session's current one"),
                                                  A("options", "a{sv}", "timeout-ms (u, default 10000, 0 = default, at most 600000): how long the owner's SaveActivity may take")],
@@ -116,6 +127,8 @@ public enum Interfaces {
               doc: "Privacy control: saved entries not used for this many days are purged (checked hourly and on change); default 90, 0 keeps them. Unconfined callers only."),
             P(name: "MaxSavedPerApplication", signature: "u", isWritable: true,
               doc: "Privacy control: at most this many saved entries per app, the least recently used go first; default 1000, 0 = no limit. Unconfined callers only."),
+            P(name: "Bridges", signature: "as", isWritable: true,
+              doc: "Privacy control: the bridges that import other desktop histories as saved activities; default [recent-files], empty turns them off (unknown names: InvalidArgument). recent-files: the documents GTK and KDE apps record in $XDG_DATA_HOME/recently-used.xbel become saved org.example.UserActivity.open-document activities of the app that recorded them (org.example.UserActivity.RecentFiles when no installed app matches), eligible for search and prediction, persistent-identifier the URI; private, hidden and /tmp entries are skipped; GSettings org.gnome.desktop.privacy remember-recent-files=false also turns it off and recent-files-max-age caps it, where that schema is installed. Paused, blocks, retention and Forget apply to them; a forgotten entry comes back only when the file records a new use of it. Kept in useractivity.conf as Bridges=. Unconfined callers only."),
         ])
 
     /// Documentation of each activity property.

@@ -20,4 +20,12 @@ public enum AppDirectories {
         let config = environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? home + "/.config"
         return config + "/useractivity"
     }
+
+    /// `$XDG_DATA_HOME/recently-used.xbel`, default `~/.local/share/recently-used.xbel`:
+    /// where GTK and KIO record the documents apps open.
+    public static func recentFilesPath(environment: [String: String]) -> String {
+        let home = environment["HOME"] ?? "/"
+        let data = environment["XDG_DATA_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? home + "/.local/share"
+        return data + "/recently-used.xbel"
+    }
 }

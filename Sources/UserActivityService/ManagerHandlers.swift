@@ -65,6 +65,7 @@ extension UserActivityService {
             let app = try identity.actingApp(claim: patch.appIDClaim, catalog: catalog)
             try registry.requireDeclared(app: app, type: type)
             let properties = try patch.applied(to: ActivityProperties(), limits: registry.limits)
+            try SystemActivityType.validate(type: type, properties: properties)
             let now = configuration.clock()
             if properties.expirationDate != 0 && properties.expirationDate <= now {
                 throw UserActivityError.expired("expiration-date \(properties.expirationDate) is already past; use a future time or 0 for never")
@@ -220,7 +221,10 @@ extension UserActivityService {
 
     func forgetAll(_ invocation: Invocation) {
         asUnconfined(invocation) { [unowned self] in
-            invocation.reply([.uint32(UInt32(clamping: try saved.forgetAll()))])
+            let now = configuration.clock()
+            let deleted = try saved.forgetAll(now: now)
+            recentFiles?.forgotten(watermark: now)
+            invocation.reply([.uint32(UInt32(clamping: deleted))])
         }
     }
 

@@ -53,8 +53,16 @@ final class SavedActivities {
         })
     }
 
-    static func record(type: String, app: String, properties: ActivityProperties) -> SavedActivityRecord {
-        SavedActivityRecord(
+    static func record(type: String, app: String, properties given: ActivityProperties) -> SavedActivityRecord {
+        var properties = given
+        // An open-document copy is continued by its URI: required keys never trim it away.
+        if type == SystemActivityType.openDocument, !properties.requiredUserInfoKeys.isEmpty {
+            for key in [SystemActivityType.uriKey, SystemActivityType.mimeTypeKey]
+            where properties.userInfoValue(key) != nil && !properties.requiredUserInfoKeys.contains(key) {
+                properties.requiredUserInfoKeys.append(key)
+            }
+        }
+        return SavedActivityRecord(
             appID: app, activityType: type, persistentIdentifier: properties.persistentIdentifier,
             title: properties.title, contentDescription: properties.contentDescription,
             keywords: properties.keywords, webpageURL: properties.webpageURL,
@@ -173,9 +181,30 @@ final class SavedActivities {
         writePendingDonations()
         return try scrubbing(try storage("forget the range") { try store.delete(lastUsedFrom: from, to: to) })
     }
-    func forgetAll() throws -> Int {
+    func forgetAll(now: Int64) throws -> Int {
         writePendingDonations()
-        return try scrubbing(try storage("forget everything") { try store.deleteAll() })
+        return try scrubbing(try storage("forget everything") {
+            let deleted = try store.deleteAll()
+            // Nothing the bridges saw before is imported again, and no trace of it is kept.
+            try store.resetBridges(watermark: now, sources: PrivacySettings.knownBridges)
+            return deleted
+        })
+    }
+
+    // MARK: Bridges
+
+    /// What a bridge has seen (see ``ActivityStore/bridgedStamps(source:)``).
+    func bridgedStamps(source: String) throws -> (stamps: [Int64: Int64], watermark: Int64) {
+        try storage("be read") { try store.bridgedStamps(source: source) }
+    }
+
+    /// Saves one batch of a bridge's entries (see ``ActivityStore/importBridged(source:changes:removing:keepingPerApp:)``).
+    func importBridged(source: String, changes: [ActivityStore.BridgedChange], removing: [Int64]) throws {
+        writePendingDonations()
+        try storage("save imported entries") {
+            _ = try store.importBridged(source: source, changes: changes, removing: removing,
+                                        keepingPerApp: Int(privacy.settings.maxSavedPerApplication))
+        }
     }
 
     /// The apps a query may see: the caller's own when confined, narrowed by the app-id option.

@@ -20,6 +20,11 @@ public struct ServiceConfiguration: Sendable {
     public var stateDirectory: String?
     /// `$XDG_CONFIG_HOME/useractivity` (privacy settings); nil keeps them in memory only.
     public var configDirectory: String?
+    /// The desktop's recently-used list (`$XDG_DATA_HOME/recently-used.xbel`)
+    /// the recent-files bridge follows; nil: no bridge (tests).
+    public var recentFilesPath: String?
+    /// `$HOME`, shown as `~` in bridged documents' folders.
+    public var homeDirectory = ""
     public var limits = ActivityLimits.standard
     /// Tests: when it returns a failure for a sender, that is the bus's answer
     /// to the identity lookup (`GetConnectionCredentials`) instead of asking.
@@ -64,6 +69,10 @@ public final class UserActivityService {
         let limits = registry.limits
         return UserActivityError(.limitExceeded, "too many launches: the service did not \(what) because this caller already launched \(limits.launchBurstPerApp) apps or browsers in a short time (one more per \(limits.launchIntervalMicroseconds / 1000) ms is allowed); try again in \(wait) ms")
     }
+    /// KRunner's SetActivationToken, by connection, for its next Run.
+    var krunnerActivationTokens: [String: String] = [:]
+    /// The recent-files bridge, when configured.
+    private(set) var recentFiles: RecentFilesBridge?
 
     private var directoryMonitor: DirectoryMonitor?
     private var expiryTimer: GLibSource?
@@ -176,6 +185,7 @@ public final class UserActivityService {
         }
         saved.privacy.onChange = { [unowned self] names in
             // The privacy controls are the user's: only unconfined connections may read them.
+            recentFiles?.settingsChanged()
             propertiesChanged(Interfaces.managerPath, Interfaces.managerName,
                               names.compactMap { name in saved.privacy.settings.value(of: name).map { (name, $0) } },
                               to: callers.readers(of: nil))
@@ -184,6 +194,9 @@ public final class UserActivityService {
         saved.purgeExpired(now: configuration.clock())
         rearmExpiryTimer()
         exportDesktopSearch()
+        if let path = configuration.recentFilesPath {
+            recentFiles = loop.withThreadDefault { RecentFilesBridge(service: self, path: path) }
+        }
     }
 
     /// Writes and answers the donations still waiting; call after the loop
@@ -235,6 +248,7 @@ public final class UserActivityService {
     private func nameOwnerChanged(name: String, oldOwner: String, newOwner: String) {
         callers.nameOwnerChanged(name: name, oldOwner: oldOwner, newOwner: newOwner)
         if name.hasPrefix(":") && newOwner.isEmpty {
+            krunnerActivationTokens[name] = nil
             continuation.connectionClosed(name)
             let bytesBefore = registry.totalDataBytes
             let events = registry.connectionClosed(name)
@@ -342,6 +356,10 @@ public final class UserActivityService {
             activityID = id
             routes = activityRoutes
         } else if let object = extraObjects[path] {
+            routes = object
+        } else if DesktopSearchInterfaces.perAppProviderApp(path: path) != nil,
+                  let object = extraObjects[DesktopSearchInterfaces.searchProviderPath] {
+            // An app's own GNOME Shell provider: the shared object, narrowed by the path.
             routes = object
         } else if path == Interfaces.managerPath + "/activity" {
             if interface == nil || interface == "org.freedesktop.DBus.Introspectable", member == "Introspect" {

@@ -5,7 +5,7 @@ import TypedValues
 
 /// The privacy controls' manager properties, in display order.
 enum PrivacyProperty {
-    static let all = ["Paused", "BlockedApplications", "BlockedActivityTypes", "RetentionDays", "MaxSavedPerApplication"]
+    static let all = ["Paused", "BlockedApplications", "BlockedActivityTypes", "RetentionDays", "MaxSavedPerApplication", "Bridges"]
 }
 
 struct Privacy: ParsableCommand {
@@ -38,6 +38,7 @@ struct Privacy: ParsableCommand {
             ("Blocked types", list(byName["BlockedActivityTypes"] ?? .stringArray([]))),
             ("Retention", retention == 0 ? "keep forever" : "\(retention) days since last use"),
             ("Max saved per app", maximum == 0 ? "no limit" : "\(maximum)"),
+            ("Bridges", list(byName["Bridges"] ?? .stringArray([]))),
         ])
     }
 }

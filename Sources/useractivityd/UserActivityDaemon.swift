@@ -72,6 +72,8 @@ enum Daemon {
             stateDirectory: AppDirectories.stateDirectory(environment: environment))
         configuration.version = ServiceVersion.current
         configuration.configDirectory = AppDirectories.configDirectory(environment: environment)
+        configuration.recentFilesPath = AppDirectories.recentFilesPath(environment: environment)
+        configuration.homeDirectory = environment["HOME"] ?? ""
         let service = try UserActivityService(bus: bus, loop: loop, configuration: configuration, log: log)
         service.onNameLost = { loop.quit() }
         try service.export()

@@ -251,9 +251,31 @@ import Testing
             try db.execute("PRAGMA user_version = 2")
         }
         let store = try ActivityStore(directory: directory.path, hourOfDay: ActivityStore.utcHour)
-        #expect(try store.info().userVersion == 3)
+        #expect(try store.info().userVersion == ActivityStore.schemaVersion)
         #expect(try store.search(query: "gard", limit: 0, appID: nil, activityTypes: [], now: baseTime).map(\.activity.savedID) == ["saved1"])
         try store.save(record(app: "com.example.A", id: "p1", title: "New garden plan"), at: baseTime + 1)
         #expect(try store.search(query: "new gard", limit: 0, appID: nil, activityTypes: [], now: baseTime + 1).count == 1)
+    }
+}
+
+@Suite struct BridgedImportTests {
+    @Test func importsWithTheSourcesCountsWithoutDuplicatesAndRemembersStamps() throws {
+        let store = try ActivityStore.inMemory()
+        func record(_ title: String) -> SavedActivityRecord {
+            SavedActivityRecord(appID: "com.example.Docs", activityType: "org.example.UserActivity.open-document",
+                                persistentIdentifier: "file:///d/a.txt", title: title, eligibleForSearch: true, eligibleForPrediction: true)
+        }
+        let key = ActivityStore.bridgedKey("file:///d/a.txt")
+        try store.importBridged(source: "recent-files", changes: [.init(key: key, stamp: 1000, save: (record("Alpha"), 3, 1000))])
+        try store.importBridged(source: "recent-files", changes: [.init(key: key, stamp: 2000, save: (record("Alpha two"), 4, 2000))])
+        #expect(try store.count() == 1)
+        let hit = try #require(try store.search(query: "alpha", limit: 0, appID: nil, activityTypes: [], now: 3000).first)
+        #expect(hit.activity.useCount == 4)
+        #expect(hit.activity.lastUsed == 2000)
+        #expect(try store.bridgedStamps(source: "recent-files").stamps == [key: 2000])
+        try store.importBridged(source: "recent-files", changes: [], removing: [key])
+        #expect(try store.bridgedStamps(source: "recent-files").stamps.isEmpty)
+        try store.resetBridges(watermark: 5000, sources: ["recent-files"])
+        #expect(try store.bridgedStamps(source: "recent-files").watermark == 5000)
     }
 }

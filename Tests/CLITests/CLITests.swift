@@ -71,7 +71,8 @@ struct CLITests {
         try h.ctlOK(["pause"])
         let paused = try #require(try h.ctlJSON(["privacy"]) as? [String: Any])
         #expect(paused["Paused"] as? Bool == true)
-        #expect(Set(paused.keys) == ["Paused", "BlockedApplications", "BlockedActivityTypes", "RetentionDays", "MaxSavedPerApplication"])
+        #expect(Set(paused.keys) == ["Paused", "BlockedApplications", "BlockedActivityTypes", "RetentionDays", "MaxSavedPerApplication", "Bridges"])
+        #expect(try h.ctlOK(["privacy"]).stdout.contains(#/Bridges:\s+recent-files/#))
         #expect(try h.ctlOK(["privacy"]).stdout.contains(#/Saving:\s+paused/#))
         #expect(try h.donate(title: "Secret") == "", "while paused, donate saves nothing and prints an empty id")
 

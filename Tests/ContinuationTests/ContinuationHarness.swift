@@ -85,8 +85,9 @@ final class ContinuationHarness: @unchecked Sendable {
     let logDirectory: String
     private var processes: [FixtureProcess] = []
 
-    init(apps: [AppEntry]) throws {
-        session = try SessionEnvironment()
+    /// - Parameter environment: more variables for the bus and the daemon it starts.
+    init(apps: [AppEntry], environment: [String: String] = [:]) throws {
+        session = try SessionEnvironment(extraVariables: environment)
         logDirectory = session.root + "/logs"
         try FileManager.default.createDirectory(atPath: logDirectory, withIntermediateDirectories: true)
         script = session.root + "/fixture.py"

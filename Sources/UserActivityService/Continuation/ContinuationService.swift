@@ -182,10 +182,11 @@ final class ContinuationService {
     func markContinued(_ invocation: Invocation) {
         let app = invocation.string(1)
         service.withCaller(invocation) { [unowned self] identity in
-            let (id, _) = try handoffOrigin(invocation, identity)
+            let (id, origin) = try handoffOrigin(invocation, identity)
             try ReverseDNSName.validate(app, as: "by_app_id")
             invocation.reply()
-            service.signal(UserActivityService.path(of: id), Interfaces.activityName, "Continued", [.string(app)])
+            service.signal(UserActivityService.path(of: id), Interfaces.activityName, "Continued",
+                           to: service.callers.readers(of: origin.appID), [.string(app)])
         }
     }
 

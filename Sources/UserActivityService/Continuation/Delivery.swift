@@ -13,8 +13,8 @@ extension ContinuationService {
         do {
             target = try ContinuationPlanner.plan(
                 type: continuation.payload.activityType, publisher: continuation.payload.publisher,
-                webpageURL: continuation.payload.properties.webpageURL, targetAppID: continuation.options.targetAppID,
-                catalog: service.catalog, hasHandler: { handlers.hasHandler($0) })
+                properties: continuation.payload.properties, targetAppID: continuation.options.targetAppID,
+                catalog: service.catalog, hasHandler: { handlers.hasHandler($0) }, fileExists: { pathExists($0) })
         } catch {
             finish(continuation, failure: error)
             return
@@ -22,6 +22,10 @@ extension ContinuationService {
         switch target {
         case .webpage(let url):
             openWebpage(continuation, url: url)
+        case .launchWithURI(let app, let path, let uri):
+            openWithApp(continuation, app: app, desktopFile: path, uri: uri)
+        case .document(let uri, let mimeType):
+            openDocument(continuation, uri: uri, mimeType: mimeType)
         case .app(let app, let route):
             continuation.app = app
             continuation.deadline = now() + Int64(continuation.options.timeoutMilliseconds) * 1000
@@ -219,6 +223,34 @@ extension ContinuationService {
                 unreachable(waiting, "\(app) could not be launched from \(desktopFile): \(error.message)")
             }
         }
+    }
+
+    // MARK: System types: an app launched with the URI
+
+    private func openWithApp(_ continuation: PendingContinuation, app: String, desktopFile: String, uri: String) {
+        continuation.app = app
+        do {
+            try AppLauncher.launch(desktopFile: desktopFile, uris: [uri], environment: launchEnvironment(continuation))
+            succeed(continuation, app: app)
+        } catch {
+            finish(continuation, failure: UserActivityError(.remoteApplicationTimedOut,
+                "\(app) could not be launched from \(desktopFile) to open \(uri.prefix(300)): \(error.message)"))
+        }
+    }
+
+    private func openDocument(_ continuation: PendingContinuation, uri: String, mimeType: String) {
+        do {
+            let app = try AppLauncher.open(document: uri, mimeType: mimeType, environment: launchEnvironment(continuation))
+            succeed(continuation, app: app)
+        } catch {
+            finish(continuation, failure: UserActivityError(.noHandler,
+                "no app of the publisher's takes \(uri.prefix(300)), and the default handler\(mimeType.isEmpty ? "" : " for \(mimeType)") could not open it: \(error.message)"))
+        }
+    }
+
+    private func launchEnvironment(_ continuation: PendingContinuation) -> LaunchEnvironment {
+        LaunchEnvironment(activationToken: continuation.options.activationToken,
+                          desktopStartupID: continuation.options.desktopStartupID)
     }
 
     // MARK: The webpage fallback

@@ -27,6 +27,7 @@ extension UserActivityService {
                          "Match": { $0.krunnerMatch($1) },
                          "Actions": { $0.krunnerActions($1) },
                          "Run": { $0.krunnerRun($1) },
+                         "SetActivationToken": { $0.krunnerSetActivationToken($1) },
                          "Config": { $0.krunnerConfig($1) },
                          "Teardown": { $0.krunnerTeardown($1) },
                      ]])
@@ -85,6 +86,7 @@ extension UserActivityService {
     /// asked) in the continuation limits, not against our own connection,
     /// which every desktop search continuation shares.
     func continueSavedForDesktop(_ savedID: String, timestamp: UInt32, for caller: AccountedCaller,
+                                 activationToken: String? = nil,
                                  completion: @escaping (Result<String, DBusFailure>) -> Void) {
         let call = Message.methodCall(destination: bus.uniqueName, path: Interfaces.managerPath,
                                       interface: Interfaces.managerName, member: "ContinueSavedActivity")
@@ -93,6 +95,7 @@ extension UserActivityService {
         // a _TIME suffix; it lets the window manager give the continuing
         // app's window focus despite focus-stealing prevention.
         if timestamp != 0 { options.append(("desktop-startup-id", .string("_TIME\(timestamp)"))) }
+        if let activationToken, !activationToken.isEmpty { options.append(("activation-token", .string(activationToken))) }
         do {
             try call.append([.string(savedID), .stringVariantDictionary(options)])
         } catch {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import UserActivityInterfaces
+import UserActivityCore
 
 /// The desktop shells' search interfaces as data, like ``Interfaces``: the
 /// objects' dispatch, signature checks and `Introspect` XML come from here.
@@ -12,6 +13,52 @@ enum DesktopSearchInterfaces {
     static let searchProviderPath = Interfaces.managerPath + "/SearchProvider"
     /// Where KRunner finds the runner (`X-Plasma-DBusRunner-Path=` of the plugin file).
     static let krunnerPath = Interfaces.managerPath + "/KRunner"
+
+    /// The object of one app's own provider (its `search-provider.ini`'s
+    /// `ObjectPath=`): the app ID escaped as GLib's
+    /// `g_dbus_escape_object_path` does (every byte but `[A-Za-z0-9]` as `_`
+    /// and two lowercase hex digits: `com.example.Docs` → `com_2eexample_2eDocs`).
+    static func perAppProviderPath(app: String) -> String {
+        var element = ""
+        for byte in app.utf8 {
+            let isAlphanumeric = (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a)
+            if isAlphanumeric {
+                element.append(Character(Unicode.Scalar(byte)))
+            } else {
+                let hex = Array("0123456789abcdef")
+                element += "_" + String(hex[Int(byte >> 4)]) + String(hex[Int(byte & 0xf)])
+            }
+        }
+        return searchProviderPath + "/" + element
+    }
+
+    /// The app ID of a per-app provider path; nil for any other path, and
+    /// for an element that does not unescape to a reverse-DNS app ID.
+    static func perAppProviderApp(path: String) -> String? {
+        let prefix = searchProviderPath + "/"
+        guard path.hasPrefix(prefix) else { return nil }
+        var bytes: [UInt8] = []
+        var iterator = Array(path.utf8.dropFirst(prefix.utf8.count)).makeIterator()
+        func hex(_ byte: UInt8?) -> UInt8? {
+            guard let byte else { return nil }
+            switch byte {
+            case 0x30...0x39: return byte - 0x30
+            case 0x61...0x66: return byte - 0x61 + 10
+            default: return nil
+            }
+        }
+        while let byte = iterator.next() {
+            if byte == UInt8(ascii: "_") {
+                guard let high = hex(iterator.next()), let low = hex(iterator.next()) else { return nil }
+                bytes.append(high << 4 | low)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        guard let app = String(validating: bytes, as: UTF8.self), ReverseDNSName.isValid(app),
+              perAppProviderPath(app: app) == path else { return nil }
+        return app
+    }
 
     static let searchProviderName = "org.gnome.Shell.SearchProvider2"
     static let krunnerName = "org.kde.krunner1"
@@ -35,6 +82,12 @@ enum DesktopSearchInterfaces {
         over saved search-eligible activities (the manager's Search). Result IDs are saved IDs.
         Installed by desktop/org.example.UserActivity.search-provider.ini in $XDG_DATA_DIRS/gnome-shell/search-providers/.
         Visibility is the manager's: a sandboxed caller sees and activates only its own app's entries.
+        Per-app providers: the same interface at /org/example/UserActivity/SearchProvider/<escaped app ID>
+        (every byte of the app ID but [A-Za-z0-9] as _ and two lowercase hex digits, as g_dbus_escape_object_path
+        does: com.example.Docs → com_2eexample_2eDocs) returns only that app's entries, so an app that ships its
+        own search-provider.ini (DesktopId=<app ID>.desktop, BusName=org.example.UserActivity, ObjectPath= that
+        path, Version=2) gets its activities listed under its own icon. A path that does not unescape to an app
+        ID is UnknownObject.
         """,
         methods: [
             M(name: "GetInitialResultSet", inputs: [termsArg],
@@ -60,7 +113,8 @@ enum DesktopSearchInterfaces {
         name: krunnerName,
         doc: """
         org.kde.krunner1 at /org/example/UserActivity/KRunner: KRunner's D-Bus runner API (X-Plasma-API=DBus2)
-        over saved search-eligible activities (the manager's Search). Match IDs are saved IDs.
+        over saved search-eligible activities (the manager's Search). Match IDs are saved IDs: stable across
+        queries and restarts, so the plugin sets X-Plasma-Runner-Unique-Results=true.
         Installed by desktop/krunner/org.example.UserActivity.desktop in $XDG_DATA_DIRS/krunner/dbusplugins/.
         Visibility is the manager's: a sandboxed caller sees and runs only its own app's entries.
         """,
@@ -73,6 +127,8 @@ enum DesktopSearchInterfaces {
               doc: "The one action a match may offer: opening its webpage-url with the default browser instead of continuing it in an app. Constant (the plugin sets X-Plasma-Request-Actions-Once)."),
             M(name: "Run", inputs: [A("match_id", "s", "a saved ID from Match"), A("action_id", "s", "empty for the default action (continue), or open-in-browser")], outputs: [],
               doc: "The default action continues the saved activity by calling the manager's ContinueSavedActivity on this service; open-in-browser opens its webpage-url. The reply comes when that is done; its error, if any, is the reply's (and is logged). NotFound for an unknown ID; InvalidArgument for an unknown action or open-in-browser without a webpage-url."),
+            M(name: "SetActivationToken", inputs: [A("token", "s", "an xdg-activation token for the window the next Run opens")], outputs: [],
+              doc: "KRunner (Plasma 6) sends this just before Run: the token is kept for the calling connection and passed on, as the activation-token option, to the continuation of that connection's next Run (then it is used up). A connection's token goes when it closes."),
             M(name: "Config", inputs: [],
               outputs: [A("config", "a{sv}", "MinLetterCount (i): 2, so that one typed letter does not list every activity")],
               doc: "Runner configuration, asked for by KRunner for DBus2 runners."),

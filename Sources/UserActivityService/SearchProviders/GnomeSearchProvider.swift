@@ -10,10 +10,20 @@ extension UserActivityService {
     /// The URI scheme that carries the search terms to `useractivityctl browse`.
     static let searchURIScheme = "useractivity-search"
 
+    /// The app whose entries a provider object returns: the caller's own when
+    /// sandboxed, narrowed by a per-app object's path to that app (`""`,
+    /// which no entry has, when the two disagree); nil: every app's.
+    func providerScope(_ invocation: Invocation, _ identity: ConnectionIdentity) -> String? {
+        let visible = identity.visibleApp()
+        guard let path = invocation.message.path, let app = DesktopSearchInterfaces.perAppProviderApp(path: path) else { return visible }
+        if let visible, visible != app { return "" }
+        return app
+    }
+
     func searchProviderInitialResultSet(_ invocation: Invocation) {
         let terms = invocation.arguments[0].stringArrayValue ?? []
         withCaller(invocation) { [unowned self] identity in
-            let hits = try desktopSearch(terms.joined(separator: " "), visibleApp: identity.visibleApp())
+            let hits = try desktopSearch(terms.joined(separator: " "), visibleApp: providerScope(invocation, identity))
             invocation.reply([.stringArray(hits.map(\.activity.savedID))])
         }
     }
@@ -25,7 +35,7 @@ extension UserActivityService {
             // Ranked afresh with the longer terms, then narrowed to what the
             // shell already has: a refinement never brings in new results.
             // The full limit keeps previous results that now rank lower.
-            let hits = try desktopSearch(terms.joined(separator: " "), visibleApp: identity.visibleApp(),
+            let hits = try desktopSearch(terms.joined(separator: " "), visibleApp: providerScope(invocation, identity),
                                          limit: SearchOptions.maximumLimit)
             invocation.reply([.stringArray(hits.map(\.activity.savedID).filter(previous.contains))])
         }
@@ -36,7 +46,7 @@ extension UserActivityService {
         withCaller(invocation) { [unowned self] identity in
             var metas: [TypedValue] = []
             for id in ids {
-                guard let entry = try desktopSearchEntry(id, visibleApp: identity.visibleApp()) else { continue }
+                guard let entry = try desktopSearchEntry(id, visibleApp: providerScope(invocation, identity)) else { continue }
                 var pairs: [(String, TypedValue)] = [
                     ("id", .string(id)),
                     ("name", .string(desktopSearchName(for: entry))),
@@ -57,7 +67,7 @@ extension UserActivityService {
         withCaller(invocation) { [unowned self] identity in
             // The forwarded call is the service's own, which sees everything:
             // check the caller's visibility first.
-            guard try desktopSearchEntry(id, visibleApp: identity.visibleApp()) != nil else {
+            guard try desktopSearchEntry(id, visibleApp: providerScope(invocation, identity)) != nil else {
                 throw UserActivityError.notFound("no saved activity '\(id.prefix(64))': it was deleted or expired, or it is not visible to this caller")
             }
             continueSavedForDesktop(id, timestamp: timestamp, for: AccountedCaller(connection: invocation.sender, confinedApp: identity.isConfined ? identity.process.appID ?? "" : nil)) { result in

@@ -59,7 +59,8 @@ extension UserActivityService {
             }
             switch action {
             case "":
-                continueSavedForDesktop(id, timestamp: 0, for: AccountedCaller(connection: invocation.sender, confinedApp: identity.isConfined ? identity.process.appID ?? "" : nil)) { result in
+                let token = krunnerActivationTokens.removeValue(forKey: invocation.sender)
+                continueSavedForDesktop(id, timestamp: 0, for: AccountedCaller(connection: invocation.sender, confinedApp: identity.isConfined ? identity.process.appID ?? "" : nil), activationToken: token) { result in
                     switch result {
                     case .success: invocation.reply()
                     case .failure(let failure): invocation.fail(name: failure.name, message: failure.message)
@@ -82,6 +83,18 @@ extension UserActivityService {
                 throw UserActivityError.invalidArgument("unknown action '\(action.prefix(64))'; Actions() lists \(DesktopSearchInterfaces.openInBrowserAction), and the empty action continues the activity")
             }
         }
+    }
+
+    /// Kept per connection until its next Run (KRunner sends it right before).
+    func krunnerSetActivationToken(_ invocation: Invocation) {
+        let token = invocation.string(0)
+        // Bounded: one token per connection, at most 4 KiB.
+        guard token.utf8.count <= 4096 else {
+            invocation.fail(UserActivityError.invalidArgument("an activation token of \(token.utf8.count) bytes is too long (at most 4096)"))
+            return
+        }
+        krunnerActivationTokens[invocation.sender] = token.isEmpty ? nil : token
+        invocation.reply()
     }
 
     func krunnerConfig(_ invocation: Invocation) {
