@@ -97,6 +97,8 @@ struct PollSourceTests {
     func nestedLoop() throws {
         let pipe = try Pipe()
         let other = try Pipe()
+        // A re-entered action drains the byte: the outer one must not block reading.
+        _ = fcntl(pipe.readEnd, F_SETFL, O_NONBLOCK)
         let loop = MainLoop.withNewContext()
         var depth = 0, deepest = 0, fired = 0, otherFired = 0, nestedDispatches = 0
         var source: PollSource?
