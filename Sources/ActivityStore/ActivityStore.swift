@@ -403,9 +403,10 @@ public final class ActivityStore: Sendable {
         }
     }
 
-    /// 128 random bits as 32 lowercase hex digits: unguessable, so a saved ID
-    /// reveals nothing about other entries or about when it was made.
-    /// 32 hex digits: the creation time (13 digits of Unix µs), then 76 random bits.
+    /// 32 lowercase hex digits: the creation time (13 digits, the low 52 bits
+    /// of Unix µs), then 76 random bits. The random part makes an ID
+    /// unguessable and unique; the time part does say when the entry was
+    /// made (which its `created` date tells any reader of it anyway).
     ///
     /// Why the time first: the unique index on `saved_id` then grows at its
     /// end, like the table, instead of taking every new entry to a random
@@ -796,6 +797,9 @@ public final class ActivityStore: Sendable {
         }
     }
 
+    #if DEBUG
+    // Test seams (see SQLiteConnection).
+
     /// Lowers the rowid ceiling (see `nextRowID`) so that tests reach it.
     func lowerRowIDCeiling(to ceiling: Int64) {
         connection.withLock { $0.rowIDCeiling = ceiling }
@@ -813,13 +817,7 @@ public final class ActivityStore: Sendable {
             db.searchIndex?.minimumMergeThreshold = postings
         }
     }
-
-    /// Updates the query planner's statistics; worth calling when idle after many writes.
-    public func optimize() throws {
-        try connection.withLock { db throws(StoreError) in
-            try db.execute("PRAGMA optimize")
-        }
-    }
+    #endif
 
     private enum Parameter: Sendable {
         case text(String)
