@@ -33,20 +33,16 @@ struct StartupTests {
             try service.export()
             let serviceName = connection.uniqueName
 
-            // A client calls the service at once (from a thread of its own: the call blocks).
-            let connected = DispatchSemaphore(value: 0), answered = DispatchSemaphore(value: 0)
-            let address = bus.address
-            let client = Thread {
-                let client = try? Connection.bus(address: address)
-                connected.signal()
-                guard let client else { return }
-                let ping = Message.methodCall(destination: serviceName, path: "/org/example/UserActivity",
-                                              interface: "org.freedesktop.DBus.Peer", member: "Ping")
-                if (try? client.call(ping, timeoutMilliseconds: 20_000)) != nil { answered.signal() }
+            // A client calls the service at once; the call is written to the bus before anything else happens.
+            let client = try Connection.bus(address: bus.address)
+            let ping = Message.methodCall(destination: serviceName, path: "/org/example/UserActivity",
+                                          interface: "org.freedesktop.DBus.Peer", member: "Ping")
+            var answered = false
+            client.callAsync(ping, timeoutMilliseconds: 20_000) { result in
+                if case .success = result { answered = true }
             }
-            client.start()
-            #expect(connected.wait(timeout: .now() + 10) == .success)
-            usleep(300_000)  // the bus's answer to ListNames and the client's call wait in the service's socket
+            client.flush()
+            usleep(500_000)  // the bus's answer to ListNames and the client's call wait in the service's socket
 
             // Freeze the bus: from now on no answer about a name owner can reach the service.
             kill(bus.pid, SIGSTOP)
@@ -59,8 +55,9 @@ struct StartupTests {
             resumed = true
 
             // The loop stays still: the answer was written while the owners were unknown.
-            #expect(answered.wait(timeout: .now() + 10) == .success,
-                    "the service did not answer while it was learning the owners of well-known names")
+            let answerDeadline = Date().addingTimeInterval(10)
+            while !answered && Date() < answerDeadline { _ = client.readWriteDispatch(timeoutMilliseconds: 100) }
+            #expect(answered, "the service did not answer while it was learning the owners of well-known names")
             #expect(!records.contains("learned the owners of well-known names"))
 
             // Learning then completes.
@@ -72,7 +69,7 @@ struct StartupTests {
             let learned = records.metadata(of: "learned the owners of well-known names")?["names"]
             #expect(learned.flatMap { Int("\($0)") }.map { $0 >= ownedNames } == true,
                     "learned \(String(describing: learned)) owners, expected at least \(ownedNames)")
-            withExtendedLifetime((service, connection, owner)) {}
+            withExtendedLifetime((service, connection, owner, client)) {}
         }
     }
 }
