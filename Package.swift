@@ -7,7 +7,6 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "useractivityd", targets: ["useractivityd"]),
-        .executable(name: "useractivity-bench", targets: ["useractivity-bench"]),
         .library(name: "UserActivity", targets: ["UserActivity"]),
         .executable(name: "useractivityctl", targets: ["useractivityctl"]),
         .executable(name: "useractivity-handoffd", targets: ["useractivity-handoffd"]),
@@ -51,12 +50,11 @@ let package = Package(
         // No swift-argument-parser and no Foundation here: the daemon runs all
         // session long, and each would add megabytes to its resident size.
         .executableTarget(name: "useractivityd", dependencies: [
-            "UserActivityService", "GLibSupport",
+            "UserActivityService", "UserActivityCore", "GLibSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "UserActivity", dependencies: ["DBusKit", "GLibSupport", "TypedValues", "UserActivityCore", "UserActivityInterfaces"]),
         .executableTarget(name: "UserActivityExample", dependencies: ["UserActivity"]),
-        .executableTarget(name: "useractivity-bench", dependencies: ["DBusKit", "TypedValues", "TestSupport"], path: "Sources/bench"),
         .executableTarget(name: "useractivityctl", dependencies: [
             "DBusKit", "TypedValues", "UserActivityCore", "GLibSupport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -73,8 +71,8 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
 
-        // Test helpers: private dbus-daemon, child processes, fixture apps.
-        .target(name: "TestSupport", path: "Tests/TestSupport", exclude: ["README.md"]),
+        // Test helpers: private dbus-daemon, child processes, fixture apps, a bus client.
+        .target(name: "TestSupport", dependencies: ["DBusKit", "TypedValues"], path: "Tests/TestSupport", exclude: ["README.md"]),
         .testTarget(name: "UserActivityCoreTests", dependencies: ["UserActivityCore", "TypedValues", "GLibSupport"]),
         .testTarget(name: "ActivityStoreTests", dependencies: ["ActivityStore", "TypedValues"]),
         .testTarget(name: "DBusDispatchTests", dependencies: [

@@ -6,7 +6,7 @@
 # temporary XDG directories (the system's desktop entries still in
 # XDG_DATA_DIRS, as in a real session), answers one Ping, waits, then reads
 # /proc/PID/status and smaps_rollup. Prints the figures and the verdict
-# against issue 7's target (idle RSS <= 15 MB, taken as 15,000,000 bytes, the
+# against the target (idle RSS <= 15 MB, taken as 15,000,000 bytes, the
 # stricter reading).
 #
 #   bench/idle-rss.sh            # build, then measure

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Issue 7's benchmark report, in one run on one private bus:
+# The benchmark report, in one run on one private bus:
 #   1. useractivityd's CreateActivity against a minimal C libdbus service and a
 #      GDBus service (bench/peers/*.c, compiled here), Ping to each as the
 #      baseline, round trips interleaved, then pipelined throughput; the C
@@ -14,7 +14,8 @@
 # Usage: bench/report.sh [--quick] [--json] [other useractivity-bench options]
 #   --quick   fewer rounds, store size 10k only (under a minute after the build)
 #   --json    one JSON object on stdout instead of the text
-# BENCH_SCRATCH_PATH picks the SwiftPM scratch directory (default .build).
+# The bench is a package of its own (Benchmarks/, built in Benchmarks/.build);
+# BENCH_SCRATCH_PATH picks where the peers are compiled (default .build).
 #
 # It installs nothing: without zeitgeist-daemon it says how to get it
 # (apt-get install zeitgeist-core) and reports the rest.
@@ -37,11 +38,11 @@ done
 # The daemon as the packages ship it (packaging/install.sh --build-only: release,
 # static Swift runtime, lld, packed relocations, in .build-pkg), so latency and
 # RSS are those of what users run; the bench itself is a plain release build.
-echo "building the packaged daemon (packaging/install.sh --build-only) and the release bench (scratch path $scratch)…" >&2
+echo "building the packaged daemon (packaging/install.sh --build-only) and the release bench (Benchmarks/)…" >&2
 packaging/install.sh --build-only >&2
 daemon="$(readlink -f .build-pkg/release/useractivityd)"
-swift build -c release --scratch-path "$scratch" --product useractivity-bench >&2
-bin="$(swift build -c release --scratch-path "$scratch" --show-bin-path)"
+swift build -c release --package-path Benchmarks --product useractivity-bench >&2
+bin="$(swift build -c release --package-path Benchmarks --show-bin-path)"
 
 # The peers, with the same optimisation level and warnings as any C service.
 peers="$scratch/bench-peers"

@@ -12,11 +12,11 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 
 deb_version="$(sed -n '1s/^useractivity (\([^)]*\)).*/\1/p' "$root/packaging/debian/changelog")"
 upstream_version="${deb_version%-*}"
-daemon_version="$(sed -n 's/.*static let current = "\(.*\)".*/\1/p' "$root/Sources/useractivityd/UserActivityDaemon.swift")"
+daemon_version="$(sed -n 's/.*static let current = "\(.*\)".*/\1/p' "$root/Sources/UserActivityCore/Version.swift")"
 rpm_version="$(sed -n 's/^Version:[[:space:]]*//p' "$root/packaging/rpm/useractivity.spec")"
 if [ -z "$upstream_version" ] || [ "$upstream_version" != "$daemon_version" ] || [ "$upstream_version" != "$rpm_version" ]; then
   echo "stage-source.sh: versions disagree: packaging/debian/changelog '$upstream_version'," \
-       "useractivityd (ServiceVersion.current) '$daemon_version', packaging/rpm/useractivity.spec '$rpm_version'" >&2
+       "Sources/UserActivityCore/Version.swift '$daemon_version', packaging/rpm/useractivity.spec '$rpm_version'" >&2
   exit 1
 fi
 

@@ -70,13 +70,18 @@ case "${1:-}" in
   mkdir -p "$home/.local/share/applications" "$home/runtime"
   cp "$root/desktop/share/applications/com.example.Demo.desktop" "$home/.local/share/applications/"
   cp "$root/packaging/systemd/sandbox.conf" "$WORK/sandbox.conf"
+  # The test user runs this script's --session part, from a copy: the
+  # checkout itself may be where only root can enter (a clone under a 0700
+  # directory), and nothing the user runs or reads may come from it.
+  cp "$self" "$WORK/user-manager-test.sh"
+  chmod 0755 "$WORK/user-manager-test.sh"
   chmod 0700 "$home/runtime"
   chown -R "$user:" "$home"
   set +e
   setpriv --reuid="$user" --regid="$(id -g "$user")" --clear-groups \
     env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$home" USER="$user" LOGNAME="$user" WORK="$WORK" \
       XDG_RUNTIME_DIR="$home/runtime" XDG_DATA_HOME="$home/.local/share" XDG_CONFIG_HOME="$home/.config" \
-      XDG_STATE_HOME="$home/.local/state" "$self" --session
+      XDG_STATE_HOME="$home/.local/state" "$WORK/user-manager-test.sh" --session
   status=$?
   set -e
   # Leave the test cgroup so that it can be removed.

@@ -19,7 +19,7 @@
 # a report from a daemon fails the run even when the test that started it
 # passed. On failure the reports and the end of the test log are printed.
 #
-# What runs (README "Hardening, sanitizers, fuzzing, benchmarks"), with times
+# What runs (Tests/README.md, "Beyond the suite"), with times
 # from a clean scratch path on 2 cores that other builds were sharing:
 #   address  every test target (298 tests at 6507fcb): build 65-130 s, tests
 #            60-80 s.  Both: 5.5-7 minutes.
@@ -46,9 +46,10 @@
 # withCheckedContinuation. When the resume comes before the task has reached
 # its await (CPU contention), swift_continuation_await continues the task in
 # place without the _swift_tsan_acquire the enqueue path has, so
-# ThreadSanitizer sees no happens-before. scripts/tsan-continuation-repro.swift
-# shows it without the project (resumed before the await: reported; after it:
-# not); run it on a new toolchain to see whether UserActivityTests can join.
+# ThreadSanitizer sees no happens-before. A standalone reproduction (resumed
+# before the await: reported; after it: not) is in the history:
+# `git show $(git log -1 --format=%H -- scripts/tsan-continuation-repro.swift)^:scripts/tsan-continuation-repro.swift`;
+# run it on a new toolchain to see whether UserActivityTests can join.
 # Every continuation is in that library and its tests, so no other target is
 # affected.
 #

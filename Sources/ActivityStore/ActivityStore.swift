@@ -524,9 +524,10 @@ public final class ActivityStore: Sendable {
         }
     }
 
-    /// 128 random bits as 32 lowercase hex digits: unguessable, so a saved ID
-    /// reveals nothing about other entries or about when it was made.
-    /// 32 hex digits: the creation time (13 digits of Unix µs), then 76 random bits.
+    /// 32 lowercase hex digits: the creation time (13 digits, the low 52 bits
+    /// of Unix µs), then 76 random bits. The random part makes an ID
+    /// unguessable and unique; the time part does say when the entry was
+    /// made (which its `created` date tells any reader of it anyway).
     ///
     /// Why the time first: the unique index on `saved_id` then grows at its
     /// end, like the table, instead of taking every new entry to a random
@@ -917,6 +918,9 @@ public final class ActivityStore: Sendable {
         }
     }
 
+    #if DEBUG
+    // Test seams (see SQLiteConnection).
+
     /// Lowers the rowid ceiling (see `nextRowID`) so that tests reach it.
     func lowerRowIDCeiling(to ceiling: Int64) {
         connection.withLock { $0.rowIDCeiling = ceiling }
@@ -934,6 +938,7 @@ public final class ActivityStore: Sendable {
             db.searchIndex?.minimumMergeThreshold = postings
         }
     }
+    #endif
 
     /// After deleting entries the user asked to forget: moves the WAL's
     /// content into the database (whose deleted content `secure_delete`
@@ -957,12 +962,6 @@ public final class ActivityStore: Sendable {
         try connection.withLock { db throws(StoreError) in try db.execute("PRAGMA secure_delete = \(mode)") }
     }
 
-    /// Updates the query planner's statistics; worth calling when idle after many writes.
-    public func optimize() throws {
-        try connection.withLock { db throws(StoreError) in
-            try db.execute("PRAGMA optimize")
-        }
-    }
 
     private enum Parameter: Sendable {
         case text(String)

@@ -52,10 +52,4 @@ enum FileSystem {
         defer { close(fd) }
         guard fchmod(fd, mode) == 0 else { throw error("fchmod", path, errno: errno) }
     }
-
-    static func mode(of path: String) -> mode_t? {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        return info.st_mode & 0o7777
-    }
 }

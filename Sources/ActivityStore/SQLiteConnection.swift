@@ -42,15 +42,24 @@ final class SQLiteConnection {
     /// `SQLITE_FCNTL_DATA_VERSION` when the index was last known to match
     /// the file (see ``withSearchIndexIfUnchanged(_:)``); nil: ask the database.
     var searchIndexFileVersion: UInt32?
-    /// How many times ``refreshSearchIndex()`` asked for `PRAGMA data_version` (tests read it).
-    var dataVersionQueries = 0
     /// The open transaction's changes to the index, applied after COMMIT.
     var pendingIndexChanges: [SearchIndex.Change] = []
-    /// Rowids stay at or below this so that the search index can hold
-    /// them (tests lower it).
+    #if DEBUG
+    // Test seams (debug builds only, which is what the tests run): a counter
+    // of `PRAGMA data_version` queries, and limits the tests lower to reach
+    // the renumbering and the merge without 500 million rows.
+    /// How many times ``refreshSearchIndex()`` asked for `PRAGMA data_version`.
+    var dataVersionQueries = 0
+    /// Rowids stay at or below this so that the search index can hold them.
     var rowIDCeiling = SearchIndex.maximumRowID
-    /// `SearchIndex.minimumMergeThreshold` for indexes built here (tests lower it).
-    var searchIndexMinimumMerge = 4096
+    /// `SearchIndex.minimumMergeThreshold` for indexes built here.
+    var searchIndexMinimumMerge = SearchIndex.defaultMinimumMerge
+    #else
+    /// Rowids stay at or below this so that the search index can hold them.
+    var rowIDCeiling: Int64 { SearchIndex.maximumRowID }
+    /// `SearchIndex.minimumMergeThreshold` for indexes built here.
+    var searchIndexMinimumMerge: Int { SearchIndex.defaultMinimumMerge }
+    #endif
 
     /// FTS5's tokenizer, made on first use (it needs the connection).
     private var tokenizer: FTS5Tokenizer?

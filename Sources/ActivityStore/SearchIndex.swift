@@ -122,7 +122,9 @@ struct SearchIndex {
     /// recent ones cost a small array each.
     var mergeDivisor = 8
     /// Below this many, recent and stale postings never trigger a merge.
-    var minimumMergeThreshold = 4096
+    var minimumMergeThreshold = SearchIndex.defaultMinimumMerge
+    /// The merge threshold an index starts with.
+    static let defaultMinimumMerge = 4096
     /// Set while the index is filled from the database, before any query.
     var isBuilding = false
 
@@ -810,7 +812,9 @@ extension SQLiteConnection {
     /// A statement, not `SQLITE_FCNTL_DATA_VERSION`: that one is only
     /// brought up to date when a read transaction starts.
     private func dataVersion() throws(StoreError) -> Int64 {
+        #if DEBUG
         dataVersionQueries += 1
+        #endif
         return try withStatement("PRAGMA data_version") { statement throws(StoreError) in try statement.step() ? statement.int64(0) : 0 }
     }
 

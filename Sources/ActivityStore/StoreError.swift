@@ -6,9 +6,8 @@ import CSQLite
 ///
 /// Every failing SQLite call goes through one helper that builds this value,
 /// so a log line always says where it broke (`sqlite3_step`, `sqlite3_prepare_v2`,
-/// `mkdir`, …) and why. The daemon maps ``isDiskFull`` and ``isReadOnly`` to
-/// a message a user can act on ("free some disk space") instead of a generic
-/// failure.
+/// `mkdir`, …) and why; the service answers any of them with `StorageFailed`
+/// and this description. ``isDiskFull`` and ``isReadOnly`` classify it.
 public struct StoreError: Error, CustomStringConvertible, Sendable, Equatable {
     /// The C function (or store operation) that failed, e.g. `sqlite3_step`.
     public let function: String
@@ -38,9 +37,6 @@ public struct StoreError: Error, CustomStringConvertible, Sendable, Equatable {
     public var isReadOnly: Bool {
         [SQLITE_READONLY, SQLITE_CANTOPEN, SQLITE_PERM, SQLITE_AUTH].contains(primaryCode)
     }
-
-    /// The stored data are damaged (a bad page, or a value that cannot be decoded).
-    public var isCorrupt: Bool { primaryCode == SQLITE_CORRUPT || primaryCode == SQLITE_NOTADB }
 
     public var description: String {
         let name = String(cString: sqlite3_errstr(code))

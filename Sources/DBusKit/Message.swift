@@ -126,11 +126,6 @@ public final class Message: @unchecked Sendable {
         set { dbus_message_set_auto_start(pointer, newValue ? 1 : 0) }
     }
 
-    /// Compares the path without building a Swift string.
-    public func hasPath(_ candidate: String) -> Bool {
-        dbus_message_has_path(pointer, candidate) != 0
-    }
-
     // MARK: Body
 
     /// The text of an error reply: its first argument when that is a string,
@@ -200,7 +195,6 @@ public final class Message: @unchecked Sendable {
         for value in values { try MessageWriter.write(value, to: &iterator) }
     }
 
-    /// The number of body bytes libdbus marshalled (from the fixed header).
     /// The message as it would go on the wire (header and body; serial 0 until sent).
     public func marshalled() throws(DBusFailure) -> [UInt8] {
         var bytes: UnsafeMutablePointer<CChar>?
@@ -211,6 +205,7 @@ public final class Message: @unchecked Sendable {
         return Array(UnsafeRawBufferPointer(start: bytes, count: Int(length)))
     }
 
+    /// The number of body bytes libdbus marshalled (from the fixed header).
     public func marshalledBodyLength() throws(DBusFailure) -> Int {
         var bytes: UnsafeMutablePointer<CChar>?
         var length: Int32 = 0

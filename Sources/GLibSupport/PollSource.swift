@@ -29,6 +29,10 @@ public final class PollSource {
     private final class Handoff: @unchecked Sendable {
         private let lock = ThreadLock()
         private var pending: GPollFD?
+        /// Loop thread only: the action is running (a nested loop may be iterating).
+        var isDispatching = false
+        /// Loop thread only: the record was taken out of the poll set for a nested loop.
+        var isSetAside = false
 
         func hand(_ change: GPollFD?) { lock.withLock { pending = change } }
         func take() -> GPollFD? {
@@ -61,13 +65,24 @@ public final class PollSource {
         var table = GSourceFuncs()
         table.prepare = { source, timeout in
             timeout?.pointee = -1
+            let handoff = PollSource.handoff(of: source!)
             // GLib reads the record after every source has prepared (query).
-            if let change = PollSource.handoff(of: source!).take() {
+            if let change = handoff.take() {
                 PollSource.pollRecord(of: source!).pointee = change
+            }
+            // A nested loop, run from inside the action (an app's modal
+            // dialog, say): the descriptor must not wake it while the action
+            // has not finished, nor may the action run again inside itself.
+            // Only then is the record taken out of the poll set; `dispatch`
+            // puts it back.
+            if handoff.isDispatching && !handoff.isSetAside {
+                handoff.isSetAside = true
+                g_source_remove_poll(source, PollSource.pollRecord(of: source!))
             }
             return CGLIB_FALSE
         }
         table.check = { source in
+            guard !PollSource.handoff(of: source!).isDispatching else { return CGLIB_FALSE }
             let record = PollSource.pollRecord(of: source!).pointee
             // A disabled record asks for nothing, but poll() still reports errors and hang-ups on it.
             guard record.events != 0 else { return CGLIB_FALSE }
@@ -77,7 +92,15 @@ public final class PollSource {
         table.dispatch = { source, _, userData in
             let record = PollSource.pollRecord(of: source!).pointee
             let box = Unmanaged<FDCallbackBox>.fromOpaque(userData!).takeUnretainedValue()
-            return box.action(GIOCondition(rawValue: UInt32(record.revents))) ? CGLIB_SOURCE_CONTINUE : CGLIB_SOURCE_REMOVE
+            let handoff = PollSource.handoff(of: source!)
+            handoff.isDispatching = true
+            let keep = box.action(GIOCondition(rawValue: UInt32(record.revents)))
+            handoff.isDispatching = false
+            if handoff.isSetAside {
+                handoff.isSetAside = false
+                if g_source_is_destroyed(source) == 0 { g_source_add_poll(source, PollSource.pollRecord(of: source!)) }
+            }
+            return keep ? CGLIB_SOURCE_CONTINUE : CGLIB_SOURCE_REMOVE
         }
         table.finalize = { source in
             Unmanaged<Handoff>.fromOpaque(PollSource.handoffSlot(of: source!).pointee).release()
@@ -104,7 +127,10 @@ public final class PollSource {
         // GLib otherwise "blocks" a source while it dispatches: it removes the
         // descriptor from the poll set and adds it back, writing the context's
         // wake-up eventfd twice and costing an extra poll() per message. The
-        // loops here never nest, so a recursive dispatch cannot happen.
+        // source blocks itself instead, and only when a loop nests inside its
+        // action (the client library runs on an app's context, and apps run
+        // nested loops): `check` refuses while the action runs, and `prepare`
+        // takes the record out of the nested loop's poll set.
         g_source_set_can_recurse(source, CGLIB_TRUE)
         g_source_attach(source, context)
     }

@@ -21,8 +21,6 @@ public struct UserActivityError: Error, Equatable, Sendable, CustomStringConvert
         case continuationFailed
         /// The saved-activity store could not be written (disk full, read-only).
         case storageFailed
-        /// A member of the contract whose capability is not built yet.
-        case notImplemented
         /// A property that cannot be written.
         case propertyReadOnly
         /// No such property on the interface.

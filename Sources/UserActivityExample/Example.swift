@@ -45,13 +45,8 @@ enum Example {
         Output.line("activity types: \(app.activityTypes.joined(separator: ", "))")
 
         // 2. Check the desktop entry, register for continuations.
-        do {
-            try await app.start()
-            Output.line("✓ the desktop entry declares every type; continuation handler registered at \(client.handlerPath)")
-        } catch let error as UserActivityError where error.code == .notSupported {
-            Output.line("✓ the desktop entry declares every type")
-            Output.line("(this useractivityd does not take continuation handlers yet: \(error.message))")
-        }
+        try await app.start()
+        Output.line("✓ the desktop entry declares every type; continuation handler registered at \(client.handlerPath)")
         Output.line("service version: \(try await client.serviceVersion())")
 
         if options.handleContinuationsOnly {
@@ -87,12 +82,8 @@ enum Example {
         //    rebuilds the DocumentRef from user info and performs OpenDocument.
         let link = UserActivity(activityType: app.activityType(of: OpenDocument.self), client: client)
         try link.setUserInfo(from: DocumentRef(path: "/home/user/Notes.odt", page: 7))
-        do {
-            let by = try await client.continueActivity(link, options: ContinuationOptions(timeout: 5))
-            Output.line("✓ continued by \(by)")
-        } catch let error as UserActivityError where error.code == .notSupported {
-            Output.line("(this useractivityd does not continue activities yet: \(error.message))")
-        }
+        let by = try await client.continueActivity(link, options: ContinuationOptions(timeout: 5))
+        Output.line("✓ continued by \(by)")
 
         if options.serve {
             Output.line("serving continuations for \(appID); stop with Ctrl-C")

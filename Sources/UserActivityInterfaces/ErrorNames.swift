@@ -21,7 +21,6 @@ public enum ErrorNames {
         case .remoteApplicationTimedOut: return prefix + "RemoteApplicationTimedOut"
         case .continuationFailed: return prefix + "ContinuationFailed"
         case .storageFailed: return prefix + "StorageFailed"
-        case .notImplemented: return "org.freedesktop.DBus.Error.NotSupported"
         case .propertyReadOnly: return "org.freedesktop.DBus.Error.PropertyReadOnly"
         case .unknownProperty: return "org.freedesktop.DBus.Error.UnknownProperty"
         case .unknownObject: return "org.freedesktop.DBus.Error.UnknownObject"

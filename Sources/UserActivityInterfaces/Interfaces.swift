@@ -224,8 +224,7 @@ public enum Interfaces {
         }
         out += "  Standard errors: org.freedesktop.DBus.Error.InvalidArgs (wrong call signature),\n"
         out += "    org.freedesktop.DBus.Error.UnknownObject (invalidated activity),\n"
-        out += "    org.freedesktop.DBus.Error.PropertyReadOnly, org.freedesktop.DBus.Error.UnknownProperty,\n"
-        out += "    org.freedesktop.DBus.Error.NotSupported (a member whose capability is not built yet).\n"
+        out += "    org.freedesktop.DBus.Error.PropertyReadOnly, org.freedesktop.DBus.Error.UnknownProperty.\n"
         out += "-->\n<node>\n"
         for interface in all { out += interface.xml() }
         out += "</node>\n"

@@ -84,7 +84,12 @@ final class CallerTracker {
                                          interface: "org.freedesktop.DBus", member: "GetConnectionCredentials")
         try? request.append([.string(sender)])
         bus.callAsync(request, timeoutMilliseconds: 5000) { [weak self] result in
-            self?.resolved(sender, result, attempt: attempt)
+            guard let self else { return }
+            if waitingForOwners != nil {
+                waitingForOwners!.append { [weak self] in self?.resolved(sender, result, attempt: attempt) }
+            } else {
+                resolved(sender, result, attempt: attempt)
+            }
         }
     }
 
@@ -187,12 +192,34 @@ final class CallerTracker {
         watchingSince = ProcessIdentityProbe.ticksSinceBoot()
     }
 
-    /// Learns the current owners of well-known names (at startup, before serving).
+    /// Identity lookups that finished while the owners of well-known names
+    /// were still being learned: they complete once those are known.
+    private var waitingForOwners: [() -> Void]?
+
+    /// Starts learning the current owners of well-known names (at startup,
+    /// once `NameOwnerChanged` is watched). Nothing waits for the answers: the
+    /// bus is asked for the list, then for every owner at once, and the loop
+    /// serves calls meanwhile; only a caller's identity (which names the
+    /// app IDs it owns) waits until they are known. Replies and
+    /// `NameOwnerChanged` arrive in the order the bus sent them, so a reply
+    /// never undoes a later change.
     func learnNameOwners() {
-        guard let names = try? bus.callBus("ListNames", timeoutMilliseconds: 5000).first?.stringArrayValue else { return }
-        for name in names where !name.hasPrefix(":") && ReverseDNSName.isValid(name) {
-            if let owner = try? bus.callBus("GetNameOwner", [.string(name)], timeoutMilliseconds: 5000).first?.stringValue {
-                ownerOfName[name] = owner
+        waitingForOwners = []
+        bus.callAsync(Self.busCall("ListNames"), timeoutMilliseconds: 5000) { [weak self] result in
+            guard let self else { return }
+            let names = (try? result.get().arguments())?.first?.stringArrayValue ?? []
+            let wanted = names.filter { !$0.hasPrefix(":") && ReverseDNSName.isValid($0) }
+            var outstanding = wanted.count
+            guard outstanding > 0 else { return learnedNameOwners() }
+            for name in wanted {
+                bus.callAsync(Self.busCall("GetNameOwner", .string(name)), timeoutMilliseconds: 5000) { [weak self] result in
+                    guard let self else { return }
+                    if case .success(let reply) = result, let owner = (try? reply.arguments())?.first?.stringValue {
+                        ownerOfName[name] = owner
+                    }
+                    outstanding -= 1
+                    if outstanding == 0 { learnedNameOwners() }
+                }
             }
         }
     }
@@ -216,7 +243,19 @@ final class CallerTracker {
         identities.compactMap { $0.value.isConfined && $0.value.process.appID == app ? $0.key : nil }
     }
 
-    var cachedCount: Int { identities.count }
+    private func learnedNameOwners() {
+        let queued = waitingForOwners ?? []
+        waitingForOwners = nil
+        log.debug("learned the owners of well-known names", metadata: ["names": "\(ownerOfName.count)"])
+        for work in queued { work() }
+    }
+
+    private static func busCall(_ member: String, _ arguments: TypedValue...) -> Message {
+        let message = Message.methodCall(destination: Connection.busDriverName, path: "/org/freedesktop/DBus",
+                                         interface: Connection.busDriverName, member: member)
+        try? message.append(arguments)
+        return message
+    }
 
     /// The unique name that owns the well-known `name` now, as the bus last said.
     func owner(of name: String) -> String? { ownerOfName[name] }

@@ -12,7 +12,7 @@ import Glibc
 
 /// What the service needs from its surroundings; tests inject their own.
 public struct ServiceConfiguration: Sendable {
-    public var version = "0.1.0"
+    public var version = UserActivityVersion.current
     /// Where `/proc` is (tests point it at fixture trees).
     public var procRoot = "/proc"
     public var applicationDirectories: [String]
@@ -52,7 +52,7 @@ public final class UserActivityService {
     private(set) var catalog: AppCatalog
     var callers: CallerTracker!
     let saved: SavedActivities
-    /// Continuation: handlers, tokens, continuations in flight (issue 4).
+    /// Continuation: handlers, tokens, continuations in flight.
     var continuation: ContinuationService!
     /// ContinueSavedActivity calls the desktop search objects sent to
     /// ourselves (by serial), with the caller each counts against.

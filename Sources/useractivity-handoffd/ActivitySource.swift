@@ -119,7 +119,7 @@ final class LogindLockMonitor: SessionLockMonitor {
     }
 
     func handle(_ message: Message) -> Bool {
-        guard message.kind == .signal, message.member == "PropertiesChanged", let sessionPath, message.hasPath(sessionPath),
+        guard message.kind == .signal, message.member == "PropertiesChanged", let sessionPath, message.path == sessionPath,
               let arguments = try? message.arguments(), arguments.count >= 2,
               let entry = arguments[1].stringVariantEntries?.first(where: { $0.0 == "LockedHint" }),
               case .boolean(let locked) = entry.1 else { return false }
@@ -198,7 +198,7 @@ final class ActivitySource {
             return false
         }
         guard message.member == "PropertiesChanged", message.interface == "org.freedesktop.DBus.Properties" else { return false }
-        if message.hasPath(Self.managerPath) || (currentPath != "/" && message.hasPath(currentPath)) { refresh() }
+        if message.path == Self.managerPath || (currentPath != "/" && message.path == currentPath) { refresh() }
         return false
     }
 

@@ -60,8 +60,6 @@ struct CLIError: Error, CustomStringConvertible {
             hint = "name an installed app with --app-id (its desktop entry declares activity types in X-UserActivityTypes); `useractivityctl types` lists them."
         case "org.example.UserActivity.Error.NotDeclared":
             hint = "`useractivityctl types` shows which app declares which activity types."
-        case "org.freedesktop.DBus.Error.NotSupported":
-            hint = "this version of useractivityd does not provide that yet."
         default:
             break
         }

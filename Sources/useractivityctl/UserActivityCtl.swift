@@ -1,11 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import ArgumentParser
 import Foundation
-
-/// The version printed by `--version` (the CLI ships with the daemon).
-enum CtlVersion {
-    static let current = "0.1.0"
-}
+import UserActivityCore
 
 /// The command tree. `generate-manpage` walks it for `man/useractivityctl.1`.
 struct UserActivityCtl: ParsableCommand {
@@ -20,7 +16,7 @@ struct UserActivityCtl: ParsableCommand {
         A live activity lasts as long as the connection that created it: become-current keeps running, \
         holding its activity current, until Ctrl-C. Use donate for something that lasts.
         """,
-        version: CtlVersion.current,
+        version: UserActivityVersion.current,
         subcommands: [Status.self, GenerateManPage.self],
         groupedSubcommands: [
             CommandGroup(name: "Live activities", subcommands: [

@@ -6,6 +6,7 @@ import Glibc
 #endif
 import GLibSupport
 import Logging
+import UserActivityCore
 import UserActivityService
 
 /// `useractivityd`'s entry: parse, then print or serve.
@@ -24,7 +25,7 @@ enum DaemonCommand {
             return 0
         }
         if options.version {
-            print(ServiceVersion.current)
+            print(UserActivityVersion.current)
             return 0
         }
         if options.printIntrospection {
@@ -42,10 +43,6 @@ enum DaemonCommand {
             return 1
         }
     }
-}
-
-enum ServiceVersion {
-    static let current = "0.1.0"
 }
 
 /// Builds the context, exports the objects, then requests the name; runs until
@@ -70,7 +67,7 @@ enum Daemon {
         var configuration = ServiceConfiguration(
             applicationDirectories: AppDirectories.applicationDirectories(environment: environment),
             stateDirectory: AppDirectories.stateDirectory(environment: environment))
-        configuration.version = ServiceVersion.current
+        configuration.version = UserActivityVersion.current
         configuration.configDirectory = AppDirectories.configDirectory(environment: environment)
         configuration.recentFilesPath = AppDirectories.recentFilesPath(environment: environment)
         configuration.homeDirectory = environment["HOME"] ?? ""
@@ -85,7 +82,7 @@ enum Daemon {
             throw DaemonError("\(Interfaces.busName) is already owned by another process; stop it or pass --replace")
         }
         log.info("serving \(Interfaces.busName)", metadata: [
-            "version": "\(ServiceVersion.current)", "state": "\(configuration.stateDirectory ?? "-")",
+            "version": "\(UserActivityVersion.current)", "state": "\(configuration.stateDirectory ?? "-")",
         ])
         let terminate = loop.onUnixSignal(SIGTERM) { log.info("SIGTERM: exiting"); loop.quit() }
         let interrupt = loop.onUnixSignal(SIGINT) { log.info("SIGINT: exiting"); loop.quit() }

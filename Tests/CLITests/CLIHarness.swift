@@ -77,25 +77,3 @@ final class CLIHarness: @unchecked Sendable {
     }
 }
 
-/// The repository root (holding Package.swift), from this file's path.
-func repositoryRoot(filePath: String = #filePath) -> String {
-    var dir = (filePath as NSString).deletingLastPathComponent
-    while dir != "/" && !dir.isEmpty {
-        if FileManager.default.fileExists(atPath: "\(dir)/Package.swift") { return dir }
-        dir = (dir as NSString).deletingLastPathComponent
-    }
-    return FileManager.default.currentDirectoryPath
-}
-
-/// The first line where two texts differ, for readable failures.
-func firstDifference(_ expected: String, _ actual: String) -> String {
-    let a = expected.split(separator: "\n", omittingEmptySubsequences: false)
-    let b = actual.split(separator: "\n", omittingEmptySubsequences: false)
-    for i in 0..<max(a.count, b.count) {
-        let x = i < a.count ? String(a[i]) : "<end>"
-        let y = i < b.count ? String(b[i]) : "<end>"
-        if x != y { return "line \(i + 1):\n  expected: \(x)\n  actual:   \(y)" }
-    }
-    return "no difference"
-}
-

@@ -188,26 +188,10 @@ final class ContinuationHarness: @unchecked Sendable {
     func connect() throws -> Client { try Client(address: bus.address) }
 }
 
-/// A plain libdbus client of the daemon (blocking calls).
-final class Client: @unchecked Sendable {
-    let connection: Connection
+/// The suite's client: TestSupport's, with the conveniences below.
+typealias Client = BusClient
 
-    init(address: String) throws {
-        connection = try Connection.bus(address: address)
-    }
-
-    deinit { connection.close() }
-
-    var uniqueName: String { connection.uniqueName }
-
-    @discardableResult
-    func call(_ path: String = UA.managerPath, _ interface: String = UA.managerInterface, _ member: String,
-              _ arguments: [TypedValue] = [], timeoutMilliseconds: Int32 = 25_000) throws -> [TypedValue] {
-        let message = Message.methodCall(destination: UA.busName, path: path, interface: interface, member: member)
-        try message.append(arguments)
-        return try connection.call(message, timeoutMilliseconds: timeoutMilliseconds).arguments()
-    }
-
+extension BusClient {
     /// `ContinueActivity(type, properties, options)` → the app ID.
     func continueActivity(_ type: String = UA.editType, _ properties: [(String, TypedValue)] = [],
                           options: [(String, TypedValue)] = []) throws -> String {
@@ -223,11 +207,6 @@ final class Client: @unchecked Sendable {
 
     func registerApplication(_ app: String) throws {
         try call(UA.managerPath, UA.managerInterface, "RegisterApplication", [.string(app)])
-    }
-
-    func property(_ path: String, _ name: String) throws -> TypedValue {
-        let reply = try call(path, "org.freedesktop.DBus.Properties", "Get", [.string(UA.activityInterface), .string(name)])
-        return reply.first?.unwrappedVariant ?? .string("")
     }
 
     /// `org.freedesktop.DBus.Peer.Ping` to the daemon; seconds taken.

@@ -140,18 +140,6 @@ extension Connection {
     }
 }
 
-/// The D-Bus error name `body` failed with, or nil when it succeeded.
-func dbusErrorName(_ body: () throws -> Void) -> String? {
-    do {
-        try body()
-        return nil
-    } catch let failure as DBusFailure {
-        return failure.name
-    } catch {
-        return "not a D-Bus error: \(error)"
-    }
-}
-
 /// A wall clock the test moves by hand.
 final class ManualClock: @unchecked Sendable {
     private let lock = NSLock()

@@ -216,30 +216,8 @@ extension CommandResult {
 
 // MARK: - In-process client
 
-/// An in-process libdbus connection acting as an app: it keeps the
-/// activities it creates alive until it is closed or released.
-final class BusClient: @unchecked Sendable {
-    let connection: Connection
-
-    init(address: String) throws {
-        connection = try Connection.bus(address: address)
-    }
-
-    deinit { connection.close() }
-
-    var uniqueName: String { connection.uniqueName }
-
-    func close() { connection.close() }
-
-    /// Calls a method on the daemon and returns the reply's arguments.
-    @discardableResult
-    func call(_ path: String, _ interface: String, _ member: String, _ arguments: [TypedValue] = [],
-              timeoutMilliseconds: Int32 = 25_000) throws -> [TypedValue] {
-        let message = Message.methodCall(destination: UA.busName, path: path, interface: interface, member: member)
-        try message.append(arguments)
-        return try connection.call(message, timeoutMilliseconds: timeoutMilliseconds).arguments()
-    }
-
+/// Conveniences of this suite (the client itself is TestSupport's).
+extension BusClient {
     /// Calls `org.example.UserActivity.<member>` on the manager.
     @discardableResult
     func manager(_ member: String, _ arguments: [TypedValue] = []) throws -> [TypedValue] {
@@ -264,14 +242,6 @@ final class BusClient: @unchecked Sendable {
         return path
     }
 
-    /// `org.freedesktop.DBus.Properties.Get`, the variant's content.
-    func property(_ path: String, _ name: String, interface: String = UA.activityInterface) throws -> TypedValue {
-        let reply = try call(path, "org.freedesktop.DBus.Properties", "Get", [.string(interface), .string(name)])
-        guard let value = reply.first else { throw ParseFailure("Get \(name) replied nothing") }
-        if case .variant(let inner) = value { return inner }
-        return value
-    }
-
     /// `org.freedesktop.DBus.Properties.Set`.
     func setProperty(_ path: String, _ name: String, _ value: TypedValue, interface: String = UA.activityInterface) throws {
         try call(path, "org.freedesktop.DBus.Properties", "Set", [.string(interface), .string(name), .variant(value)])
@@ -284,19 +254,6 @@ final class BusClient: @unchecked Sendable {
                                          interface: "org.freedesktop.DBus", member: member)
         try message.append(arguments)
         return try connection.call(message, timeoutMilliseconds: 5000).arguments()
-    }
-}
-
-/// The D-Bus error name `body` failed with; nil when it succeeded; the
-/// description of any other error.
-func dbusErrorName(_ body: () throws -> Any) -> String? {
-    do {
-        _ = try body()
-        return nil
-    } catch let failure as DBusFailure {
-        return failure.name
-    } catch {
-        return "not a D-Bus error: \(error)"
     }
 }
 
@@ -407,16 +364,6 @@ func nowMicroseconds() -> Int64 {
     Int64(Date().timeIntervalSince1970 * 1_000_000)
 }
 
-/// The repository root: the directory holding Package.swift above this file.
-func repositoryRoot(filePath: String = #filePath) -> String? {
-    var dir = (filePath as NSString).deletingLastPathComponent
-    while dir != "/" && !dir.isEmpty {
-        if FileManager.default.fileExists(atPath: "\(dir)/Package.swift") { return dir }
-        dir = (dir as NSString).deletingLastPathComponent
-    }
-    return nil
-}
-
 /// The `<interface name="…">…</interface>` element of `xml`, from the start of
 /// the line of the doc comment right before it (when there is one) to the
 /// closing tag.
@@ -439,18 +386,6 @@ func interfaceBlock(_ name: String, in xml: String) -> String? {
     }
     if lineStart == xml.startIndex || xml[xml.index(before: lineStart)] == "\n" { start = lineStart }
     return String(xml[start..<close.upperBound])
-}
-
-/// The first line where two texts differ, for readable failures.
-func firstDifference(_ a: String, _ b: String) -> String {
-    let la = a.split(separator: "\n", omittingEmptySubsequences: false)
-    let lb = b.split(separator: "\n", omittingEmptySubsequences: false)
-    for i in 0..<max(la.count, lb.count) {
-        let x = i < la.count ? String(la[i]) : "<end>"
-        let y = i < lb.count ? String(lb[i]) : "<end>"
-        if x != y { return "line \(i + 1):\n  expected: \(x)\n  actual:   \(y)" }
-    }
-    return "no difference"
 }
 
 // MARK: - JSON values

@@ -61,7 +61,7 @@ struct IntrospectionTests {
         #expect(gdbus.succeeded && gdbus.stdout.contains("CreateActivity("), "\(gdbus)")
 
         // The served XML contains exactly the interface blocks kept in dbus/.
-        let root = try #require(repositoryRoot(), "no Package.swift above \(#filePath)")
+        let root = repositoryRoot()
         let file = "\(root)/dbus/org.example.UserActivity.xml"
         let documented = try #require(try? String(contentsOfFile: file, encoding: .utf8), "cannot read \(file)")
         // busctl --user --json=short call org.example.UserActivity /org/example/UserActivity org.freedesktop.DBus.Introspectable Introspect

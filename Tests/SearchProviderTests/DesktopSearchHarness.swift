@@ -110,13 +110,3 @@ extension CommandResult {
     }
 }
 
-/// The repository root (holding Package.swift), from this file's path.
-func repositoryRoot(filePath: String = #filePath) -> String {
-    var dir = (filePath as NSString).deletingLastPathComponent
-    while dir != "/" && !dir.isEmpty {
-        if FileManager.default.fileExists(atPath: "\(dir)/Package.swift") { return dir }
-        dir = (dir as NSString).deletingLastPathComponent
-    }
-    return FileManager.default.currentDirectoryPath
-}
-

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-/// The D-Bus contract's public names (`../shared/spec/dbus-api.md`), spelled
+/// The D-Bus contract's public names (`dbus/org.example.UserActivity.xml`), spelled
 /// out once for every suite that drives the daemon from outside. Literal on
 /// purpose: those tests check the daemon against the spec, not against the
 /// implementation's own tables (which the in-process suites use).
@@ -21,7 +21,6 @@ public enum UA {
     public static let invalidArgs = "org.freedesktop.DBus.Error.InvalidArgs"
     public static let unknownObject = "org.freedesktop.DBus.Error.UnknownObject"
     public static let propertyReadOnly = "org.freedesktop.DBus.Error.PropertyReadOnly"
-    public static let notSupported = "org.freedesktop.DBus.Error.NotSupported"
 
     /// Fixture apps of team `com.example` that several suites install.
     public static let editor = "com.example.Editor"

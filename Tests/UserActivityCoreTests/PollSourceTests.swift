@@ -93,6 +93,48 @@ struct PollSourceTests {
         }
     }
 
+    @Test("A loop nested inside the action neither runs the action again nor spins on the descriptor")
+    func nestedLoop() throws {
+        let pipe = try Pipe()
+        let other = try Pipe()
+        // A re-entered action drains the byte: the outer one must not block reading.
+        _ = fcntl(pipe.readEnd, F_SETFL, O_NONBLOCK)
+        let loop = MainLoop.withNewContext()
+        var depth = 0, deepest = 0, fired = 0, otherFired = 0, nestedDispatches = 0
+        var source: PollSource?
+        let otherSource = loop.pollSource(other.readEnd, condition: G_IO_IN) { _ in otherFired += 1; other.drain(); return true }
+        source = loop.pollSource(pipe.readEnd, condition: G_IO_IN) { _ in
+            depth += 1
+            deepest = max(deepest, depth)
+            fired += 1
+            if fired == 1 {
+                // An app's modal dialog: a loop nested in the callback, on the
+                // same context, before the byte is read.
+                other.write()
+                for _ in 0..<20 where g_main_context_iteration(loop.context, CGLIB_FALSE) != 0 { nestedDispatches += 1 }
+            }
+            pipe.drain()
+            depth -= 1
+            return true
+        }
+        pipe.write()
+        loop.withThreadDefault {
+            let acquired = g_main_context_acquire(loop.context)
+            defer { if acquired != 0 { g_main_context_release(loop.context) } }
+            for _ in 0..<5 where fired == 0 { loop.iterate(mayBlock: false) }
+            #expect(fired == 1)
+            #expect(deepest == 1, "the action ran again inside itself")
+            #expect(otherFired == 1, "other sources still run in the nested loop")
+            #expect(nestedDispatches == 1, "the nested loop dispatched \(nestedDispatches) times: it spins on the unread descriptor")
+            // Back in the outer loop, the source is polled again.
+            pipe.write()
+            for _ in 0..<5 where fired == 1 { loop.iterate(mayBlock: false) }
+            #expect(fired == 2)
+            source?.cancel()
+            otherSource.cancel()
+        }
+    }
+
     @Test("Enabling from another thread wakes a loop blocked in poll()")
     func fromAnotherThread() throws {
         let pipe = try Pipe()

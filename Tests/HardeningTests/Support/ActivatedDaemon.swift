@@ -41,7 +41,7 @@ enum UA {
         "org.freedesktop.DBus.Error.UnknownMethod", "org.freedesktop.DBus.Error.UnknownInterface",
         "org.freedesktop.DBus.Error.UnknownObject", "org.freedesktop.DBus.Error.InvalidArgs",
         "org.freedesktop.DBus.Error.PropertyReadOnly", "org.freedesktop.DBus.Error.UnknownProperty",
-        "org.freedesktop.DBus.Error.NotSupported", "org.freedesktop.DBus.Error.AccessDenied",
+        "org.freedesktop.DBus.Error.AccessDenied",
     ])
 }
 
@@ -206,18 +206,6 @@ extension Result where Failure == DBusFailure {
     var errorName: String? {
         if case .failure(let failure) = self { return failure.name }
         return nil
-    }
-}
-
-/// The D-Bus error name `body` failed with, nil when it succeeded.
-func dbusErrorName(_ body: () throws -> Void) -> String? {
-    do {
-        try body()
-        return nil
-    } catch let failure as DBusFailure {
-        return failure.name
-    } catch {
-        return "not a D-Bus error: \(error)"
     }
 }
 

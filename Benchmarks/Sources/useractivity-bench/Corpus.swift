@@ -7,7 +7,7 @@ import TypedValues
 /// Each title holds "everywhere" (a term in every entry) and four words drawn
 /// with a fixed seed from a 20 000-word vocabulary; the keywords are "bench"
 /// and one vocabulary word; the description names the entry. The four query
-/// kinds of the issue exist at every size: a rare two-word query (entries
+/// kinds the targets name exist at every size: a rare two-word query (entries
 /// titled with ``rareTitle``, one added per size step), a prefix (the last
 /// word), a term in every entry, and a word in no entry.
 enum Corpus {

@@ -7,7 +7,7 @@ import TypedValues
 /// `--store`: durable Donate throughput and Search latency at growing store
 /// sizes, with Ping to the same daemon measured alongside as the baseline.
 ///
-/// Entries come from ``Corpus``, so that the four query kinds of the issue
+/// Entries come from ``Corpus``, so that the four query kinds the targets name
 /// exist at every size (one entry per size step holds two rare words).
 struct StoreBench {
     let session: BenchSession

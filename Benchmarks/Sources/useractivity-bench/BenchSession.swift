@@ -3,13 +3,15 @@ import DBusKit
 import Foundation
 import TestSupport
 import TypedValues
+import UserActivityInterfaces
 
 /// Names of the service under test (the spec's fixed contract).
 enum Service {
-    static let busName = "org.example.UserActivity"
-    static let managerPath = "/org/example/UserActivity"
-    static let managerInterface = "org.example.UserActivity"
-    static let activityInterface = "org.example.UserActivity.Activity"
+    static let busName = Interfaces.busName
+    static let managerPath = Interfaces.managerPath
+    static let managerInterface = Interfaces.managerName
+    static let activityInterface = Interfaces.activityName
+    static let handlerInterface = Interfaces.handlerName
 }
 
 /// The fixture app every scenario acts for.

@@ -28,7 +28,7 @@ final class ContinueActivityBenchmark: Benchmark, @unchecked Sendable {
         _ = try connection.call(handlerRegistration)
         try connection.addFilter { [unowned self, unowned connection] message in
             guard message.kind == .methodCall, message.path == Self.handlerPath,
-                  message.interface == "org.example.UserActivity.Handler" else { return false }
+                  message.interface == Service.handlerInterface else { return false }
             if message.member == "ContinueActivity" {
                 delivered += 1
                 if let reply = try? Message.methodReturn(to: message, [.boolean(true)]) { connection.send(reply) }

@@ -5,7 +5,7 @@ import TestSupport
 import Glibc
 #endif
 
-/// One target of issue 7 and how this run did against it.
+/// One benchmark target and how this run did against it.
 struct Verdict: Codable {
     var name: String
     /// The measured value (a ratio, or MiB for memory).

@@ -1,0 +1,28 @@
+// swift-tools-version:6.0
+// SPDX-License-Identifier: Apache-2.0
+import PackageDescription
+
+// useractivity-bench: the daemon's latency, throughput and size against a
+// Ping baseline and against other services (bench/run.sh, bench/report.sh).
+// Not part of the product: the modules it uses are symlinked from
+// ../Sources and ../Tests/TestSupport (SwiftPM only takes target paths inside
+// the package), so it always measures the current code. See docs/benchmarks.md.
+let package = Package(
+    name: "useractivity-benchmarks",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "useractivity-bench", targets: ["useractivity-bench"]),
+    ],
+    targets: [
+        .systemLibrary(name: "CDBus", pkgConfig: "dbus-1"),
+        .target(name: "TypedValues"),
+        .target(name: "DBusKit", dependencies: ["CDBus", "TypedValues"]),
+        .target(name: "UserActivityCore", dependencies: ["TypedValues"]),
+        .target(name: "UserActivityInterfaces", dependencies: ["UserActivityCore", "TypedValues"]),
+        .target(name: "TestSupport", dependencies: ["DBusKit", "TypedValues"], exclude: ["README.md"]),
+        .executableTarget(name: "useractivity-bench", dependencies: [
+            "DBusKit", "TypedValues", "UserActivityInterfaces", "TestSupport",
+        ]),
+    ],
+    swiftLanguageModes: [.v6]
+)
