@@ -10,6 +10,8 @@ let package = Package(
         .executable(name: "useractivity-bench", targets: ["useractivity-bench"]),
         .library(name: "UserActivity", targets: ["UserActivity"]),
         .executable(name: "useractivityctl", targets: ["useractivityctl"]),
+        .library(name: "HandoffDiscovery", targets: ["HandoffDiscovery"]),
+        .executable(name: "handoff-discovery-probe", targets: ["handoff-discovery-probe"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -59,6 +61,13 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
+        // Handoff's DNS-SD discovery through Avahi's D-Bus API on the system
+        // bus (publish `_useractivity._tcp`, browse, resolve). No Foundation:
+        // it runs inside useractivity-handoffd.
+        .target(name: "HandoffDiscovery", dependencies: ["DBusKit", "GLibSupport", "TypedValues"]),
+        // Drives HandoffDiscovery from the command line (tests, trying it by hand).
+        .executableTarget(name: "handoff-discovery-probe", dependencies: ["HandoffDiscovery", "GLibSupport"]),
+
         // Test helpers: private dbus-daemon, child processes, fixture apps.
         .target(name: "TestSupport", path: "Tests/TestSupport", exclude: ["README.md"]),
         .testTarget(name: "UserActivityCoreTests", dependencies: ["UserActivityCore", "TypedValues", "GLibSupport"]),
@@ -71,6 +80,7 @@ let package = Package(
         .testTarget(name: "ContinuationTests", dependencies: ["TestSupport", "DBusKit", "TypedValues"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport", "DBusKit", "TypedValues"], exclude: ["Expected"]),
         .testTarget(name: "SearchProviderTests", dependencies: ["TestSupport", "DBusKit", "TypedValues"]),
+        .testTarget(name: "DiscoveryTests", dependencies: ["TestSupport", "HandoffDiscovery", "TypedValues"]),
         .testTarget(name: "HardeningTests", dependencies: ["TestSupport", "DBusKit", "TypedValues", "UserActivityCore", "UserActivityService", "UserActivityInterfaces", "GLibSupport", "ActivityStore", "UserActivity"]),
     ],
     swiftLanguageModes: [.v6]

@@ -2,7 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # Installs the Debian packages useractivity builds and tests against (as root, or with sudo).
 set -euo pipefail
-packages=(libdbus-1-dev libglib2.0-dev libsqlite3-dev dbus-daemon dbus-bin libglib2.0-bin systemd pkg-config)
+# avahi-daemon, avahi-utils, iproute2, util-linux: the discovery tests (two network
+# namespaces, each with its own system bus and Avahi); glib-networking: TLS for handoff.
+packages=(libdbus-1-dev libglib2.0-dev libsqlite3-dev dbus-daemon dbus-bin libglib2.0-bin systemd pkg-config
+          avahi-daemon avahi-utils iproute2 util-linux glib-networking)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
