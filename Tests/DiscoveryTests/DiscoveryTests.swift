@@ -94,6 +94,47 @@ struct NamespaceDiscoveryTests {
     }
 }
 
+extension NamespaceDiscoveryTests {
+    @Test("When Avahi stops, the publisher says so; when it is back, it publishes again and B finds it again",
+          .enabled(if: TwoDesktopLink.skipReason == nil, "\(TwoDesktopLink.skipReason ?? "")"),
+          .timeLimit(.minutes(2)))
+    func avahiRestarts() throws {
+        let probe = try BuiltProducts.executable(named: "handoff-discovery-probe")
+        let link = try TwoDesktopLink()
+        defer { link.tearDown() }
+        #expect(try link.waitForAvahi(0), "\(link.logs)")
+        #expect(try link.waitForAvahi(1), "\(link.logs)")
+        var lines: [String] = []
+        let publisher = try link.spawn(in: 0, probe, ["publish", "--port", "48313", "--txt", "id=beef"])
+        defer { publisher.terminate() }
+        let first = readEvent(publisher, timeout: 30, seen: &lines) { $0["event"] as? String == "published" }
+        let instance = try #require(first?["instance"] as? String, "\(lines)\n\(link.logs)")
+
+        // Avahi in A goes away (its pid file is in A's private /run/avahi-daemon).
+        let killed = try link.run(in: 0, "avahi-daemon", ["--kill"])
+        #expect(killed.succeeded, "\(killed)")
+        let gone = readEvent(publisher, timeout: 30, seen: &lines) {
+            $0["event"] as? String == "state" && $0["state"] as? String == "unavailable"
+        }
+        #expect((gone?["reason"] as? String)?.contains("Avahi") == true, "\(lines)")
+
+        // A new Avahi in A: the same instance is published again, without a restart of the publisher.
+        let avahi = try link.spawn(in: 0, "avahi-daemon", ["--no-chroot", "--no-drop-root", "--no-rlimits",
+                                                          "-f", link.desktops[0].directory + "/avahi.conf"])
+        defer { avahi.terminate() }
+        let again = readEvent(publisher, timeout: 30, seen: &lines) { $0["event"] as? String == "published" }
+        #expect(again?["instance"] as? String == instance, "\(lines)\n\(avahi.stderrText)")
+
+        let browser = try link.spawn(in: 1, probe, ["browse"])
+        defer { browser.terminate() }
+        var browserLines: [String] = []
+        let found = readEvent(browser, timeout: 30, seen: &browserLines) {
+            $0["event"] as? String == "found" && $0["instance"] as? String == instance
+        }
+        #expect(found?["address"] as? String == link.desktops[0].address, "\(browserLines)")
+    }
+}
+
 @Suite("Discovery without Avahi")
 struct AvahiMissingTests {
     @Test("With a system bus but no Avahi on it, the state says so and nothing crashes")
