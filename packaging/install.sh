@@ -199,6 +199,7 @@ if [[ " ${products[*]} " == *" useractivity-handoffd "* ]]; then
   sed "s|^ExecStart=/usr/libexec/useractivity-handoffd|ExecStart=$LIBEXECDIR/useractivity-handoffd|" \
     packaging/systemd/useractivity-handoff.service > "$work/useractivity-handoff.service"
   install_file 0644 "$work/useractivity-handoff.service" "$SYSTEMDUSERUNITDIR"
+  optional_file 0644 dbus/org.example.UserActivity.Handoff.xml "$DBUSINTERFACEDIR"
 fi
 
 # Desktop integration: the hidden desktop entry that the GNOME Shell search
