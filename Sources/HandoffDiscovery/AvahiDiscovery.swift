@@ -140,11 +140,21 @@ public final class AvahiDiscovery {
         var proto: Int32
     }
 
+    private struct ResolverKey: Hashable {
+        var name: String
+        var sighting: Sighting
+    }
+
+    /// Avahi's resolver objects, per instance and sighting ("" while being created), and back.
+    private var resolverPaths: [ResolverKey: String] = [:]
+    private var resolverKeys: [String: ResolverKey] = [:]
+
     private static let avahiName = "org.freedesktop.Avahi"
     private static let serverInterface = "org.freedesktop.Avahi.Server"
     private static let server2Interface = "org.freedesktop.Avahi.Server2"
     private static let groupInterface = "org.freedesktop.Avahi.EntryGroup"
     private static let browserInterface = "org.freedesktop.Avahi.ServiceBrowser"
+    private static let resolverInterface = "org.freedesktop.Avahi.ServiceResolver"
     private static let unspecified: Int32 = -1
     private static let lookupResultLocal: UInt32 = 8
     private static let callTimeout: Int32 = 10_000
@@ -212,7 +222,8 @@ public final class AvahiDiscovery {
 
     /// Browses for `_useractivity._tcp`. `onFound` is called for each
     /// instance once resolved, on each interface and address family it is
-    /// seen on (so possibly more than once, with other addresses); `onLost`
+    /// seen on (so possibly more than once, with other addresses), and again
+    /// whenever its address, port or TXT record change; `onLost`
     /// once it is gone from all of them, or when Avahi went away. This
     /// device's own publication is not reported. Replaces an earlier browse's callbacks.
     public func browse(onFound: @escaping (Service) -> Void, onLost: @escaping (String) -> Void) {
@@ -231,7 +242,8 @@ public final class AvahiDiscovery {
         onFound = nil
         onLost = nil
         if let owner = avahiOwner, let connection {
-            for (path, interface) in [(groupPath, Self.groupInterface), (browserPath, Self.browserInterface)] {
+            let resolvers = resolverKeys.keys.map { (Optional($0), Self.resolverInterface) }
+            for (path, interface) in [(groupPath, Self.groupInterface), (browserPath, Self.browserInterface)] + resolvers {
                 guard let path, !path.isEmpty else { continue }
                 let message = Message.methodCall(destination: owner, path: path, interface: interface, member: "Free")
                 message.allowsAutoStart = false
@@ -246,6 +258,8 @@ public final class AvahiDiscovery {
         browserPath = nil
         groupBusy = false
         seen = [:]
+        resolverPaths = [:]
+        resolverKeys = [:]
         epoch += 1
         serverRunning = false
         state = .connecting  // not reported: the caller ended it
@@ -315,7 +329,7 @@ public final class AvahiDiscovery {
         avahiOwner = owner
         // Signals from Avahi come from its unique name: only those count.
         do {
-            for interface in [Self.serverInterface, Self.groupInterface, Self.browserInterface] {
+            for interface in [Self.serverInterface, Self.groupInterface, Self.browserInterface, Self.resolverInterface] {
                 try connection.addMatch("type='signal',sender='\(owner)',interface='\(interface)'")
             }
         } catch {
@@ -344,6 +358,8 @@ public final class AvahiDiscovery {
         serverRunning = false
         let lost = seen.keys.sorted()
         seen = [:]
+        resolverPaths = [:]
+        resolverKeys = [:]
         for instance in lost { onLost?(instance) }
         setState(.unavailable("Avahi left the system bus"))
     }
@@ -557,28 +573,62 @@ public final class AvahiDiscovery {
         let sighting = Sighting(interface: interface, proto: proto)
         seen[name, default: []].insert(sighting)
         guard let owner = avahiOwner else { return }
-        call(owner, "/", Self.serverInterface, "ResolveService", [
+        let key = ResolverKey(name: name, sighting: sighting)
+        guard resolverPaths[key] == nil else { return }
+        let arguments: [TypedValue] = [
             .int32(interface), .int32(proto), .string(name), .string(type), .string(domain), .int32(proto), .uint32(0),
-        ]) { [weak self] result in
-            guard let self, self.seen[name]?.contains(sighting) == true,
-                  case .success(let reply) = result, reply.count >= 10,
-                  case .string(let host) = reply[5], case .string(var address) = reply[7],
-                  case .uint16(let port) = reply[8]
-            else { return }
-            let resultFlags: UInt32 = reply.count > 10 ? (reply[10].uint32Value ?? 0) : 0
-            let interfaceName = Self.interfaceName(interface)
-            if address.lowercased().hasPrefix("fe80:"), !address.contains("%"), !interfaceName.isEmpty {
-                address += "%" + interfaceName
+        ]
+        resolverPaths[key] = ""  // being created
+        // A resolver object follows the instance: Found again whenever its
+        // address, port or TXT record change (Discoverable turned on or off).
+        call(owner, "/", Self.server2Interface, "ServiceResolverPrepare", arguments) { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .success(let reply):
+                guard let path = reply.first?.objectPathValue else { return }
+                guard self.seen[name]?.contains(sighting) == true else {
+                    self.resolverPaths[key] = nil
+                    self.call(owner, path, Self.resolverInterface, "Free", []) { _ in }
+                    return
+                }
+                self.resolverPaths[key] = path
+                self.resolverKeys[path] = key
+                self.call(owner, path, Self.resolverInterface, "Start", []) { _ in }
+            case .failure:
+                // Avahi before 0.7: resolve once.
+                self.resolverPaths[key] = nil
+                self.call(owner, "/", Self.serverInterface, "ResolveService", arguments) { [weak self] result in
+                    guard let self, self.seen[name]?.contains(sighting) == true, case .success(let reply) = result else { return }
+                    self.resolved(name: name, interface: interface, reply)
+                }
             }
-            self.onFound?(Service(instance: name, hostName: host, address: address, port: port,
-                                  txt: Self.decodeTXT(reply[9]), interfaceIndex: interface,
-                                  interfaceName: interfaceName, isLocal: resultFlags & Self.lookupResultLocal != 0))
         }
+    }
+
+    /// A resolution (`ResolveService`'s reply, or a resolver's `Found`):
+    /// interface, protocol, name, type, domain, host, aprotocol, address, port, txt, flags.
+    private func resolved(name: String, interface: Int32, _ reply: [TypedValue]) {
+        guard reply.count >= 10, case .string(let host) = reply[5], case .string(var address) = reply[7],
+              case .uint16(let port) = reply[8]
+        else { return }
+        let resultFlags: UInt32 = reply.count > 10 ? (reply[10].uint32Value ?? 0) : 0
+        let interfaceName = Self.interfaceName(interface)
+        if address.lowercased().hasPrefix("fe80:"), !address.contains("%"), !interfaceName.isEmpty {
+            address += "%" + interfaceName
+        }
+        onFound?(Service(instance: name, hostName: host, address: address, port: port,
+                         txt: Self.decodeTXT(reply[9]), interfaceIndex: interface,
+                         interfaceName: interfaceName, isLocal: resultFlags & Self.lookupResultLocal != 0))
     }
 
     private func itemRemove(interface: Int32, proto: Int32, name: String) {
         guard var sightings = seen[name] else { return }
-        sightings.remove(Sighting(interface: interface, proto: proto))
+        let sighting = Sighting(interface: interface, proto: proto)
+        sightings.remove(sighting)
+        if let path = resolverPaths.removeValue(forKey: ResolverKey(name: name, sighting: sighting)), !path.isEmpty {
+            resolverKeys[path] = nil
+            if let owner = avahiOwner { call(owner, path, Self.resolverInterface, "Free", []) { _ in } }
+        }
         if sightings.isEmpty {
             seen[name] = nil
             onLost?(name)
@@ -633,6 +683,9 @@ public final class AvahiDiscovery {
             } else {
                 itemRemove(interface: interface, proto: proto, name: name)
             }
+        case (Self.resolverInterface, "Found"):
+            guard let key = resolverKeys[path], seen[key.name]?.contains(key.sighting) == true else { return false }
+            resolved(name: key.name, interface: key.sighting.interface, arguments)
         case (Self.browserInterface, "Failure") where path == browserPath:
             setState(.unavailable("Avahi's browse failed: \(arguments.first?.stringValue ?? "")"))
         default:

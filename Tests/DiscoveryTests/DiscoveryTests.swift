@@ -24,7 +24,7 @@ private func readEvent(_ probe: ChildProcess, timeout: Double, seen: inout [Stri
 
 @Suite("Discovery across two network namespaces", .serialized)
 struct NamespaceDiscoveryTests {
-    @Test("B browses and finds A's instance with A's address, port and TXT; loses it when A stops",
+    @Test("B browses and finds A's instance with A's address, port and TXT, follows its TXT as A turns discoverable on and off, and loses it when A stops",
           .enabled(if: TwoDesktopLink.skipReason == nil, "\(TwoDesktopLink.skipReason ?? "")"),
           .timeLimit(.minutes(2)))
     func publishAndBrowse() throws {
@@ -58,6 +58,19 @@ struct NamespaceDiscoveryTests {
         // Not discoverable: the TXT carries no name.
         #expect(txt?[AvahiDiscovery.nameKey] == nil)
         #expect(txt?[AvahiDiscovery.pairingKey] == nil)
+
+        // Discoverable on (SIGUSR1): B sees the TXT change live, with the name; off (SIGUSR2): gone again.
+        publisher.signal(SIGUSR1)
+        let named = readEvent(browser, timeout: 30, seen: &browserLines) {
+            $0["event"] as? String == "found" && ($0["txt"] as? [String: String])?[AvahiDiscovery.nameKey] == "probe"
+        }
+        #expect((named?["txt"] as? [String: String])?[AvahiDiscovery.pairingKey] == "1", "\(browserLines)")
+        #expect((named?["txt"] as? [String: String])?["id"] == "0123456789abcdef", "\(browserLines)")
+        publisher.signal(SIGUSR2)
+        let unnamed = readEvent(browser, timeout: 30, seen: &browserLines) {
+            $0["event"] as? String == "found" && ($0["txt"] as? [String: String])?[AvahiDiscovery.nameKey] == nil
+        }
+        #expect(unnamed != nil, "the name stayed in the TXT record: \(browserLines)")
 
         publisher.terminate()
         let lost = readEvent(browser, timeout: 30, seen: &browserLines) {
