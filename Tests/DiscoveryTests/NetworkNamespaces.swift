@@ -34,18 +34,21 @@ final class TwoDesktopLink: @unchecked Sendable {
     let directory: TemporaryDirectory
     private static let prefix = "uadisc-"
 
-    /// Why the test cannot run here (nil: it can).
+    /// Why the test cannot run here (nil: it can). Only the lack of root
+    /// skips: as root (CI) a missing tool fails the test instead.
     static var skipReason: String? {
-        if geteuid() != 0 { return "needs root to create network namespaces (CI runs the tests as root)" }
-        for tool in ["ip", "unshare", "nsenter", "dbus-daemon", "avahi-daemon"] {
-            if (try? resolveExecutable(tool, environment: ["PATH": standardSearchPath])) == nil {
-                return "\(tool) is not installed (scripts/install-deps.sh installs it)"
-            }
-        }
-        return nil
+        geteuid() != 0 ? "needs root to create network namespaces (CI runs the tests as root)" : nil
+    }
+
+    struct MissingTool: Error, CustomStringConvertible {
+        var tool: String
+        var description: String { "\(tool) is not installed: scripts/install-deps.sh installs it (avahi-daemon avahi-utils iproute2 util-linux dbus-bin)" }
     }
 
     init() throws {
+        for tool in ["ip", "unshare", "nsenter", "mount", "dbus-daemon", "dbus-send", "avahi-daemon", "avahi-browse"] {
+            if (try? resolveExecutable(tool, environment: ["PATH": standardSearchPath])) == nil { throw MissingTool(tool: tool) }
+        }
         directory = try TemporaryDirectory(prefix: "uadisc-")
         Self.deleteStaleNamespaces()
         let tag = "\(getpid())-\(UInt32.random(in: 0..<0xFFFF))"
