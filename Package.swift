@@ -10,6 +10,8 @@ let package = Package(
         .library(name: "UserActivity", targets: ["UserActivity"]),
         .executable(name: "useractivityctl", targets: ["useractivityctl"]),
         .executable(name: "useractivity-handoffd", targets: ["useractivity-handoffd"]),
+        .library(name: "HandoffDiscovery", targets: ["HandoffDiscovery"]),
+        .executable(name: "handoff-discovery-probe", targets: ["handoff-discovery-probe"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -71,6 +73,13 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
 
+        // Handoff's DNS-SD discovery through Avahi's D-Bus API on the system
+        // bus (publish `_useractivity._tcp`, browse, resolve). No Foundation:
+        // it runs inside useractivity-handoffd.
+        .target(name: "HandoffDiscovery", dependencies: ["DBusKit", "GLibSupport", "TypedValues"]),
+        // Drives HandoffDiscovery from the command line (tests, trying it by hand).
+        .executableTarget(name: "handoff-discovery-probe", dependencies: ["HandoffDiscovery", "GLibSupport"]),
+
         // Test helpers: private dbus-daemon, child processes, fixture apps, a bus client.
         .target(name: "TestSupport", dependencies: ["DBusKit", "TypedValues"], path: "Tests/TestSupport", exclude: ["README.md"]),
         .testTarget(name: "UserActivityCoreTests", dependencies: ["UserActivityCore", "TypedValues", "GLibSupport"]),
@@ -85,6 +94,7 @@ let package = Package(
         .testTarget(name: "SearchProviderTests", dependencies: ["TestSupport", "DBusKit", "TypedValues"]),
         // Real sandboxes: bwrap + xdg-dbus-proxy (Flatpak) and snap cgroups, around the built daemon.
         .testTarget(name: "SandboxTests", dependencies: ["TestSupport"]),
+        .testTarget(name: "DiscoveryTests", dependencies: ["TestSupport", "HandoffDiscovery", "TypedValues"]),
         .testTarget(name: "HardeningTests", dependencies: ["TestSupport", "DBusKit", "TypedValues", "UserActivityCore", "UserActivityService", "UserActivityInterfaces", "GLibSupport", "ActivityStore", "UserActivity"]),
         .testTarget(name: "HandoffCoreTests", dependencies: ["HandoffCore", "TypedValues"]),
         .testTarget(name: "HandoffTests", dependencies: ["TestSupport", "DBusKit", "TypedValues"]),

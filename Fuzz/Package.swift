@@ -1,5 +1,6 @@
 // swift-tools-version:6.0
 // SPDX-License-Identifier: Apache-2.0
+import Foundation
 import PackageDescription
 
 // libFuzzer harnesses for the daemon's parsing code. The daemon's modules are
@@ -11,9 +12,17 @@ import PackageDescription
 // error (dwarf_reader.cc) on this toolchain; lld links fine.
 let lld: [LinkerSetting] = [.unsafeFlags(["-use-ld=lld"])]
 
-func harness(_ name: String) -> Target {
-    .executableTarget(name: name, dependencies: ["FuzzDriver", "FuzzGenerators"], linkerSettings: lld)
+func harness(_ name: String, extra: [Target.Dependency] = []) -> Target {
+    .executableTarget(name: name, dependencies: ["FuzzDriver", "FuzzGenerators"] + extra, linkerSettings: lld)
 }
+
+// Handoff's frame decoder (Sources/HandoffCore, symlinked like the others):
+// its harness is built once that module is in the tree.
+let hasHandoffCore = FileManager.default.fileExists(atPath: Context.packageDirectory + "/Sources/HandoffCore/Frame.swift")
+let handoffTargets: [Target] = hasHandoffCore ? [
+    .target(name: "HandoffCore", dependencies: ["TypedValues", "ActivityStore"]),
+    harness("fuzz-handoff-frame", extra: ["HandoffCore"]),
+] : []
 
 let package = Package(
     name: "useractivity-fuzz",
@@ -34,6 +43,6 @@ let package = Package(
         harness("fuzz-process-tree"),
         harness("fuzz-user-info"),
         harness("fuzz-codec-decode"),
-    ],
+    ] + handoffTargets,
     swiftLanguageModes: [.v6]
 )

@@ -18,6 +18,8 @@ cd "$(dirname "$0")"
 seconds=${1:-60}
 [ $# -gt 0 ] && shift
 harnesses=${*:-"fuzz-desktop-entries fuzz-cgroup fuzz-process-tree fuzz-user-info fuzz-codec-decode"}
+# Handoff's frame decoder, once Sources/HandoffCore is in the tree.
+[ $# -gt 0 ] || [ ! -f Sources/HandoffCore/Frame.swift ] || harnesses="$harnesses fuzz-handoff-frame"
 sanitizers=${FUZZ_SANITIZERS:-fuzzer,address}
 
 command -v swift >/dev/null 2>&1 || PATH=/opt/swift/usr/bin:$PATH

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# Compares a list of installed files with the documented layout.
+# Compares a list of installed files with the documented layout. A line's
+# optional fourth column if=PATH makes it hold only when PATH is in the tree.
 #
 #   packaging/check-layout.sh VARIANT LIST-FILE|-
 #
@@ -23,9 +24,15 @@ expected="$(mktemp)"; actual="$(mktemp)"
 trap 'rm -f "$expected" "$actual"' EXIT
 
 status=0
-while read -r path variants source; do
+while read -r path variants source condition; do
   case "$path" in ""|\#*) continue ;; esac
   if [ -z "$source" ]; then echo "check-layout: $layout: malformed line for $path" >&2; exit 2; fi
+  # An optional fourth column if=PATH: the line holds only when PATH is in the tree.
+  case "$condition" in
+    "") ;;
+    if=*) [ -e "$root/${condition#if=}" ] || continue ;;
+    *) echo "check-layout: $layout: unknown condition '$condition' for $path" >&2; exit 2 ;;
+  esac
   case ",$variants," in
     *",$variant,"*|",*,") ;;
     *) continue ;;

@@ -22,7 +22,9 @@ if [ $# -eq 0 ]; then
   exit 2
 fi
 
-allowed='^(linux-vdso\.so\.1|linux-gate\.so\.1|ld-linux[-a-z0-9_.]*\.so\.[0-9]+|libc\.so\.6|libm\.so\.6|libpthread\.so\.0|libdl\.so\.2|librt\.so\.1|libutil\.so\.1|libstdc\+\+\.so\.6|libgcc_s\.so\.1|libdbus-1\.so\.3|libglib-2\.0\.so\.0|libgio-2\.0\.so\.0|libgobject-2\.0\.so\.0|libgmodule-2\.0\.so\.0|libsqlite3\.so\.0)$'
+# GnuTLS: useractivity-handoffd makes its key and certificate with it (TLS itself
+# goes through GIO and glib-networking, loaded at run time).
+allowed='^(linux-vdso\.so\.1|linux-gate\.so\.1|ld-linux[-a-z0-9_.]*\.so\.[0-9]+|libc\.so\.6|libm\.so\.6|libpthread\.so\.0|libdl\.so\.2|librt\.so\.1|libutil\.so\.1|libstdc\+\+\.so\.6|libgcc_s\.so\.1|libdbus-1\.so\.3|libglib-2\.0\.so\.0|libgio-2\.0\.so\.0|libgobject-2\.0\.so\.0|libgmodule-2\.0\.so\.0|libsqlite3\.so\.0|libgnutls\.so\.30)$'
 swift_runtime='(^|/)lib(swift[A-Za-z_]*|_?Foundation[A-Za-z_]*|dispatch|BlocksRuntime|icu[a-z0-9_]*|_FoundationICU)\.so'
 
 # ldd output as "soname<TAB>path" lines ("not found" as the path when unresolved).

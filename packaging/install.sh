@@ -104,6 +104,14 @@ if [ -d Sources/useractivityctl ]; then
 else
   note "SKIPPING useractivityctl: Sources/useractivityctl is not in this tree (no /usr/bin/useractivityctl, no shell completions)"
 fi
+# Handoff's daemon, once its sources are in the tree: its binary, activation
+# file and user unit are installed only with it (an activation file naming a
+# missing binary would make every call to the name fail with a spawn error).
+if [ -d Sources/useractivity-handoffd ]; then
+  products+=(useractivity-handoffd)
+else
+  note "SKIPPING useractivity-handoffd: Sources/useractivity-handoffd is not in this tree (no Handoff daemon, activation file or unit)"
+fi
 
 # Release build with the Swift runtime linked in: the package then needs only
 # the system's libdbus, GLib, SQLite and C/C++ runtime. Full RELRO, no
@@ -179,6 +187,20 @@ install_file 0644 dbus/org.example.UserActivity.xml "$DBUSINTERFACEDIR"
 sed "s|^ExecStart=/usr/libexec/useractivityd|ExecStart=$LIBEXECDIR/useractivityd|" \
   packaging/systemd/useractivityd.service > "$work/useractivityd.service"
 install_file 0644 "$work/useractivityd.service" "$SYSTEMDUSERUNITDIR"
+
+# Handoff: the daemon, its activation file and its user unit (LIBEXECDIR in Exec= and ExecStart=).
+if [[ " ${products[*]} " == *" useractivity-handoffd "* ]]; then
+  install_file 0755 "$bin_path/useractivity-handoffd" "$LIBEXECDIR"
+  sed "s|^Exec=.*|Exec=$LIBEXECDIR/useractivity-handoffd|" dbus/org.example.UserActivity.Handoff.service \
+    > "$work/org.example.UserActivity.Handoff.service"
+  grep -qx "SystemdService=useractivity-handoff.service" "$work/org.example.UserActivity.Handoff.service" || {
+    note "dbus/org.example.UserActivity.Handoff.service lacks SystemdService=useractivity-handoff.service"; exit 1; }
+  install_file 0644 "$work/org.example.UserActivity.Handoff.service" "$DBUSSERVICEDIR"
+  sed "s|^ExecStart=/usr/libexec/useractivity-handoffd|ExecStart=$LIBEXECDIR/useractivity-handoffd|" \
+    packaging/systemd/useractivity-handoff.service > "$work/useractivity-handoff.service"
+  install_file 0644 "$work/useractivity-handoff.service" "$SYSTEMDUSERUNITDIR"
+  optional_file 0644 dbus/org.example.UserActivity.Handoff.xml "$DBUSINTERFACEDIR"
+fi
 
 # Desktop integration: the hidden desktop entry that the GNOME Shell search
 # provider and the KRunner plugin name, and those two files.

@@ -148,6 +148,22 @@ grep -qx "SystemdService=useractivityd.service" /usr/share/dbus-1/services/org.e
   fail "the activation file does not name the unit in SystemdService="
 pass "systemd accepts the unit; the activation file names it"
 
+# Handoff's unit, once the package ships useractivity-handoffd.
+if [ -f /usr/lib/systemd/user/useractivity-handoff.service ]; then
+  step "systemd-analyze --user verify /usr/lib/systemd/user/useractivity-handoff.service"
+  if ! XDG_RUNTIME_DIR="$work/verify-runtime" systemd-analyze --user verify \
+         /usr/lib/systemd/user/useractivity-handoff.service > "$work/verify-handoff.log" 2>&1 ||
+     [ -s "$work/verify-handoff.log" ]; then
+    cat "$work/verify-handoff.log" >&2
+    fail "systemd-analyze verify rejects or remarks on useractivity-handoff.service"
+  fi
+  grep -qx "BusName=org.example.UserActivity.Handoff" /usr/lib/systemd/user/useractivity-handoff.service &&
+    grep -qx "SystemdService=useractivity-handoff.service" /usr/share/dbus-1/services/org.example.UserActivity.Handoff.service ||
+    fail "the Handoff unit or its activation file lacks BusName= or SystemdService="
+  [ -x /usr/libexec/useractivity-handoffd ] || fail "/usr/libexec/useractivity-handoffd is not installed"
+  pass "systemd accepts the Handoff unit; its activation file names it"
+fi
+
 # ----------------------------------------------------- D-Bus activation
 step "D-Bus activation on a private session bus, as an unprivileged user"
 user=nobody

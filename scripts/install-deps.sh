@@ -6,7 +6,9 @@ packages=(libdbus-1-dev libglib2.0-dev libsqlite3-dev dbus-daemon dbus-bin libgl
   # Tests/SandboxTests: apps run as Flatpak runs them (bwrap, xdg-dbus-proxy), scripted with GDBus from Python.
   bubblewrap xdg-dbus-proxy python3-gi gir1.2-glib-2.0
   # useractivity-handoffd: GnuTLS keys, GIO TLS (glib-networking); its tests' hostile peers use openssl.
-  libgnutls28-dev glib-networking openssl)
+  libgnutls28-dev glib-networking openssl
+  # The discovery tests: two network namespaces, each with its own system bus and Avahi.
+  avahi-daemon avahi-utils iproute2 util-linux)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -31,6 +31,9 @@ struct UserActivityCtl: ParsableCommand {
             CommandGroup(name: "Apps", subcommands: [
                 Types.self,
             ]),
+            CommandGroup(name: "Handoff between devices", subcommands: [
+                Handoff.self,
+            ]),
             CommandGroup(name: "Privacy", subcommands: [
                 Privacy.self, Pause.self, Resume.self, BlockApp.self, UnblockApp.self, BlockType.self,
                 UnblockType.self, Retention.self, MaxSaved.self, ForgetApp.self, ForgetRange.self, ForgetAll.self,
