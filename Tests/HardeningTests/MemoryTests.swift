@@ -73,14 +73,19 @@ struct MemoryTests {
         print("memory share: \(accepted) of 1024 activities of \(dataBytes) bytes accepted (\(refusals)); daemon RSS \(Self.mib(baseline)) → \(Self.mib(peak)), bound +\(Self.mib(bound))")
         #expect(accepted > 0 && accepted <= limits.maximumLiveActivityBytesPerApp / dataBytes)
         #expect(refusals.keys.allSatisfy { $0 == UA.error(.limitExceeded) }, "\(refusals)")
-        #expect(peak - baseline <= bound, "the daemon grew by \(Self.mib(peak - baseline)) for one app; the bound is \(Self.mib(bound))")
+        // Under a sanitizer the daemon's RSS measures the sanitizer (shadow
+        // memory, AddressSanitizer's quarantine of freed blocks), not the
+        // daemon's data: the counts above still hold, the sizes are not checked.
+        let sanitized = ProcessInfo.processInfo.environment["ASAN_OPTIONS"] != nil
+            || ProcessInfo.processInfo.environment["TSAN_OPTIONS"] != nil
+        #expect(sanitized || peak - baseline <= bound, "the daemon grew by \(Self.mib(peak - baseline)) for one app; the bound is \(Self.mib(bound))")
 
         for connection in connections { connection.close() }
         #expect(waitUntil(timeout: 10) { liveActivities() == 0 })
         let returned = waitUntil(timeout: 15, interval: 0.2) { Self.status(pid, "VmRSS") <= baseline + 8 * 1024 * 1024 }
         let after = Self.status(pid, "VmRSS")
         print("memory share: after the app left, daemon RSS \(Self.mib(after)) (baseline \(Self.mib(baseline)), peak \(Self.mib(peak)))")
-        #expect(returned, "RSS stayed at \(Self.mib(after)) after the app left (baseline \(Self.mib(baseline)), peak \(Self.mib(peak)))")
+        #expect(sanitized || returned, "RSS stayed at \(Self.mib(after)) after the app left (baseline \(Self.mib(baseline)), peak \(Self.mib(peak)))")
         #expect(try daemon.daemonPID() == pid)
     }
 

@@ -41,7 +41,7 @@ struct ContinuationHandlerTests {
             let link = UserActivity(activityType: UA.editNote, client: caller)
             link.title = "From a link"
             link.userInfo = ["note": "n-5", "line": .uint32(3)]
-            let app = try await caller.continueActivity(link, options: .init(targetAppID: UA.notes, timeout: 5,
+            let app = try await caller.continueActivity(link, options: .init(targetAppID: UA.notes, timeout: 60,
                                                                               activationToken: "token-123"))
             #expect(app == UA.notes)
             let got = try #require(delivered.values.first)

@@ -170,7 +170,7 @@ struct ServiceRestartTests {
         let caller = try h.client(UA.reader)
         let link = UserActivity(activityType: UA.editNote, client: caller)
         link.title = "after the restart"
-        #expect(try await caller.continueActivity(link, options: .init(targetAppID: UA.notes, timeout: 5)) == UA.notes)
+        #expect(try await caller.continueActivity(link, options: .init(targetAppID: UA.notes, timeout: 60)) == UA.notes)
         #expect(continued.values == ["after the restart"])
         #expect(disconnections.values.isEmpty, "onDisconnected ran although only the service restarted")
     }
