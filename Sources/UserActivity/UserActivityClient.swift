@@ -492,7 +492,7 @@ public final class UserActivityClient: @unchecked Sendable {
         // libdbus gave us a dup() of every descriptor in the message, however
         // deep: only a continuation stream's own end is kept, the rest closed now.
         if message.carriesFileDescriptors {
-            let keepsStream = message.member == "ContinuationStreamOpened" && message.signature == "oh"
+            let keepsStream = Interfaces.Handler(named: message.member ?? "") == .continuationStreamOpened && message.signature == "oh"
             for index in arguments.indices where !(keepsStream && index == 1) {
                 arguments[index].closeFileDescriptors()
                 arguments[index] = arguments[index].replacingFileDescriptors()
@@ -536,12 +536,24 @@ public final class UserActivityClient: @unchecked Sendable {
     }
 
     private func dispatchHandlerCall(_ message: Message, _ arguments: [TypedValue]) {
-        switch (message.member, message.signature) {
-        case ("ContinueActivity", "sa{sv}a{sv}"):
+        guard let method = Interfaces.Handler(named: message.member ?? "") else {
+            closeFileDescriptors(in: arguments)
+            reply(to: message, error: "org.freedesktop.DBus.Error.UnknownMethod",
+                  "\(Self.handlerInterface) has no method \(message.member ?? "")")
+            return
+        }
+        guard message.signature == method.method.inputSignature else {
+            closeFileDescriptors(in: arguments)
+            reply(to: message, error: "org.freedesktop.DBus.Error.InvalidArgs",
+                  "\(message.member ?? "") does not take (\(message.signature))")
+            return
+        }
+        switch method {
+        case .continueActivity:
             continueActivity(message, type: arguments[0].stringValue ?? "", data: arguments[1], platformData: arguments[2])
-        case ("SaveActivity", "o"):
+        case .saveActivity:
             saveActivity(message, path: arguments[0].objectPathValue ?? "")
-        case ("ContinuationStreamOpened", "oh"):
+        case .continuationStreamOpened:
             guard case .unixFD(let fd) = arguments[1] else { return }
             let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
             if let activity = published[arguments[0].objectPathValue ?? ""]?.activity,
@@ -552,19 +564,11 @@ public final class UserActivityClient: @unchecked Sendable {
                 reply(to: message, error: UserActivityError.Code.notFound.rawValue,
                       "no live activity of this app at \(arguments[0].objectPathValue ?? "?") takes continuation streams")
             }
-        case ("FailedToContinue", "sss"):
+        case .failedToContinue:
             let type = arguments[0].stringValue ?? ""
             let error = UserActivityError(.init(rawValue: arguments[1].stringValue ?? ""), arguments[2].stringValue ?? "")
             continuationHandler?.didFailToContinue(activityType: type, error: error)
             reply(to: message)
-        case ("ContinueActivity", _), ("SaveActivity", _), ("ContinuationStreamOpened", _), ("FailedToContinue", _):
-            closeFileDescriptors(in: arguments)
-            reply(to: message, error: "org.freedesktop.DBus.Error.InvalidArgs",
-                  "\(message.member ?? "") does not take (\(message.signature))")
-        default:
-            closeFileDescriptors(in: arguments)
-            reply(to: message, error: "org.freedesktop.DBus.Error.UnknownMethod",
-                  "\(Self.handlerInterface) has no method \(message.member ?? "")")
         }
     }
 

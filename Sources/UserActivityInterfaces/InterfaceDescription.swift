@@ -72,6 +72,24 @@ public struct InterfaceDescription: Sendable {
     public func property(_ name: String) -> Property? { properties.first { $0.name == name } }
 }
 
+/// The methods of one interface as an enum, each case's name, arguments and
+/// documentation given by an exhaustive `switch` in ``method``. A service
+/// pairs each case with its handler in another exhaustive `switch`, so a
+/// method without a handler, or a handler without a method, does not compile.
+public protocol InterfaceMember: CaseIterable, Sendable {
+    /// The interface these are the methods of.
+    static var interface: InterfaceDescription { get }
+    var method: InterfaceDescription.Method { get }
+}
+
+extension InterfaceMember {
+    /// The method called `name` (a call's member); nil when the interface has none.
+    public init?(named name: String) {
+        guard let member = Self.allCases.first(where: { $0.method.name == name }) else { return nil }
+        self = member
+    }
+}
+
 // MARK: - XML
 
 extension InterfaceDescription {

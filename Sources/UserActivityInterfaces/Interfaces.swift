@@ -55,63 +55,7 @@ public enum Interfaces {
         URI. activation-token and desktop-startup-id reach the launched app as XDG_ACTIVATION_TOKEN and
         DESKTOP_STARTUP_ID. Registered handlers take no part in them.
         """,
-        methods: [
-            M(name: "CreateActivity", inputs: [typeArg, propertiesArg],
-              outputs: [A("activity", "o", "object path of the new live activity under /org/example/UserActivity/activity/")],
-              doc: "Creates a live activity owned by the caller's connection and app; it is not yet current. It is invalidated when the connection closes. Errors: InvalidArgument, NotDeclared, UnknownApplication, AccessDenied, Expired, UserInfoTooLarge, MissingRequiredUserInfoKeys, LimitExceeded (the per-connection, per-app or session count of live activities, the activity's 256 KiB of data, or the app's 16 MiB of live activity data)."),
-            M(name: "BecomeCurrent", inputs: [typeArg, propertiesArg],
-              outputs: [A("activity", "o", "object path of the new, current live activity")],
-              doc: "CreateActivity and Activity.BecomeCurrent in one call. The activity still ends with the caller's connection: scripts that want something to last use Donate. A search- or prediction-eligible activity is saved before the reply."),
-            M(name: "Donate", inputs: [typeArg, propertiesArg],
-              outputs: [A("saved_id", "s", "id of the saved copy (the same for a repeated persistent-identifier); empty when saving is paused or blocked")],
-              doc: "Saves a shortcut for suggestions and search without making anything current (a Siri shortcut donation); counts as one use. eligible-for-prediction defaults to true here. The reply comes after the write is durable."),
-            M(name: "Search", inputs: [A("query", "s", "free text; every word must match, the last also as a prefix; case- and accent-insensitive; operators are plain words"),
-                                        A("options", "a{sv}", "limit (u, default 20, at most 200), app-id (s), activity-types (as)")],
-              outputs: [A("results", "aa{sv}", "best first: saved-id, app-id, activity-type, title, content-description, keywords, webpage-url, score (d), last-used (x, Unix µs)")],
-              doc: "Full-text search over saved search-eligible activities (title, keywords, content description). Needs no identity; a confined caller sees only its own app's entries."),
-            M(name: "GetSuggestions", inputs: [A("options", "a{sv}", "limit (u, default 10, at most 200), app-id (s)")],
-              outputs: [A("results", "aa{sv}", "as Search, plus suggested-invocation-phrase (s) and use-count (u)")],
-              doc: "Prediction-eligible saved activities ranked by how often, how recently and at what time of day they were used."),
-            M(name: "ContinueActivity", inputs: [typeArg, A("properties", "a{sv}", "the activity's data; app-id names the app that published it, when known"), continueOptionsArg],
-              outputs: [A("app_id", "s", "the app that took it (the browser's for the webpage-url fallback, empty when unknown)")],
-              doc: """
-              Dispatches an activity that came from outside (a link, another device, a script) to an app of the publisher's team that declares its type; falls back to opening webpage-url with the default https handler (mimeapps.list).
-              Candidates, in order: the publisher itself, apps with a registered handler, DBusActivatable apps, the rest; each group by app ID. Delivery: Handler.ContinueActivity on a registered handler; else org.freedesktop.Application.ActivateAction('continue-activity', [<(sa{sv})>], platform_data); else the app is launched from its desktop entry and the activity delivered when it registers a handler.
-              System types go by their URI (see the interface's description). Errors: NoHandler (no candidate and no webpage-url, or the browser or default handler could not be opened), NotFound (an open-document file:// URI that does not exist here), RemoteApplicationTimedOut (no answer in time, or the app could not be launched, activated or reached; the app then gets FailedToContinue), ContinuationFailed (the app answered false, or lacks the continue-activity action or the Handler method), the app's own error passed on, Expired, MissingRequiredUserInfoKeys, LimitExceeded (too many continuations in flight for the connection, the sandboxed app or the session, or too many launches: the message says which). A confined caller may name only its own app as app-id (AccessDenied), and is the publisher when it names none: its activity goes only to apps of its own team (NoHandler when none declares the type and there is no webpage-url); a confined caller whose app cannot be identified gets UnknownApplication. Only an unconfined caller may send an activity of unknown origin (app-id left out), which any app declaring the type may receive.
-
-              """),
-            M(name: "FetchForHandoff", inputs: [A("activity", "o", "a live activity, normally the session's current one"),
-                                                 A("options", "a{sv}", "timeout-ms (u, default 10000, 0 = default, at most 600000): how long the owner's SaveActivity may take")],
-              outputs: [A("activity_type", "s", "the activity's type"),
-                        A("properties", "a{sv}", "its data as a handler would receive it: app-id (the owner), title and user-info always, other properties when they differ from their defaults")],
-              doc: "Addition for useractivity-handoffd (Handoff between devices): reads a live activity in full for continuing it on another device, after its owner answered SaveActivity when NeedsSave is set, without continuing it here. Only unconfined callers (AccessDenied otherwise). Errors: NotFound (no such live activity), Expired, NotEligible (not eligible for handoff)."),
-            M(name: "MarkContinued", inputs: [A("activity", "o", "the live activity that was continued elsewhere"),
-                                              A("by_app_id", "s", "the app that took it on the other device")],
-              outputs: [],
-              doc: "Addition for useractivity-handoffd: the live activity was continued on another device by that app; emits its Continued signal. Only unconfined callers (AccessDenied otherwise). NotFound when it is no longer live; InvalidArgument for a malformed app ID."),
-            M(name: "ContinueSavedActivity", inputs: [A("saved_id", "s", "a saved-id from Search, GetSuggestions or Donate"), continueOptionsArg],
-              outputs: [A("app_id", "s", "the app that took it")],
-              doc: "Continues a saved activity (a search result, a suggestion), as ContinueActivity with the saved app as publisher; it does not count a use. NotFound when there is no such saved activity or the caller may not see it (a confined caller sees only its own app's)."),
-            M(name: "RegisterApplication", inputs: [A("app_id", "s", "desktop-file ID without .desktop of an installed app")], outputs: [],
-              doc: "Names the app this connection acts for when a call names none (like the host portal registry); a later call replaces it. A confined caller naming another app gets AccessDenied; an app that is not installed, UnknownApplication."),
-            M(name: "RegisterHandler", inputs: [A("handler", "o", "object path where the caller implements org.example.UserActivity.Handler")], outputs: [],
-              doc: "The caller's app receives continuations at this path while the connection lives; a later registration of the same app replaces an earlier one."),
-            M(name: "OpenContinuationStream", inputs: [A("continuation_token", "s", "the continuation-token from ContinueActivity's platform data")],
-              outputs: [A("stream", "h", "one end of a socket pair; the origin app receives the other end through ContinuationStreamOpened")],
-              doc: "Called by the continuing app. A token is single-use, valid for 60 s and while its origin lives, and only for the app that received the continuation (AccessDenied otherwise; a refused call does not consume it)."),
-            M(name: "DeleteSavedActivities", inputs: [A("persistent_identifiers", "as", "persistent-identifier values of the caller app's saved activities")], outputs: [],
-              doc: "Deletes the caller app's saved activities with these persistent identifiers (deleteSavedUserActivities(withPersistentIdentifiers:)); other apps' entries are never touched."),
-            M(name: "DeleteAllSavedActivities", inputs: [], outputs: [],
-              doc: "Deletes all of the caller app's saved activities."),
-            M(name: "ForgetApplication", inputs: [A("app_id", "s", "the app whose saved activities to delete")],
-              outputs: [A("deleted", "u", "number of saved activities deleted")],
-              doc: "Privacy control: deletes every saved activity of one app. Unconfined callers only (AccessDenied otherwise)."),
-            M(name: "ForgetRange", inputs: [A("from_usec", "x", "start of the range by last use, Unix µs, inclusive"), A("to_usec", "x", "end of the range, Unix µs, exclusive")],
-              outputs: [A("deleted", "u", "number of saved activities deleted")],
-              doc: "Privacy control: deletes every saved activity last used in [from_usec, to_usec). Unconfined callers only."),
-            M(name: "ForgetAll", inputs: [], outputs: [A("deleted", "u", "number of saved activities deleted")],
-              doc: "Privacy control: deletes every saved activity. Unconfined callers only."),
-        ],
+        methods: Manager.allCases.map(\.method),
         signals: [],
         properties: [
             P(name: "CurrentActivity", signature: "o", isWritable: false,
@@ -166,20 +110,7 @@ public enum Interfaces {
         Writable properties can also be set with org.freedesktop.DBus.Properties.Set; every change emits one PropertiesChanged.
         Its signals go only to the owning app's connections and to unconfined ones that have called the service (see the manager).
         """,
-        methods: [
-            M(name: "Update", inputs: [A("properties", "a{sv}", "properties to set, by kebab-case key; all apply or none")], outputs: [],
-              doc: "Sets several properties atomically (one PropertiesChanged)."),
-            M(name: "AddUserInfoEntries", inputs: [A("entries", "a{sv}", "entries merged into UserInfo, replacing equal keys")], outputs: [],
-              doc: "Merges into UserInfo (addUserInfoEntries(from:))."),
-            M(name: "BecomeCurrent", inputs: [], outputs: [],
-              doc: "Makes it the session's current activity; the previous current activity, of any app, stops being current. A search- or prediction-eligible activity is saved (one more use) before the reply. NotDeclared when its app no longer declares its type (the desktop entry changed since it was created)."),
-            M(name: "ResignCurrent", inputs: [], outputs: [],
-              doc: "Stops being current without being invalidated; a no-op when it is not current."),
-            M(name: "Invalidate", inputs: [], outputs: [],
-              doc: "Permanently ends it: it stops being current and its object leaves the bus (later calls get org.freedesktop.DBus.Error.UnknownObject). Saved copies stay."),
-            M(name: "Continue", inputs: [continueOptionsArg], outputs: [A("app_id", "s", "the app that took it")],
-              doc: "Continues this live activity in another app, as Handoff does; it must be eligible for handoff (NotEligible). Callable by the owning app and by unconfined callers. Checks, in order: access, expiry, eligibility."),
-        ],
+        methods: Activity.allCases.map(\.method),
         signals: [
             S(name: "Continued", arguments: [A("by_app_id", "s", "the app that continued it (the browser's for the webpage-url fallback)")],
               doc: "The activity was continued (userActivityWasContinued)."),
@@ -194,19 +125,7 @@ public enum Interfaces {
         org.example.UserActivity.Handler: implemented by apps, on the object path given to RegisterHandler.
         The service calls these; it is not served by useractivityd.
         """,
-        methods: [
-            M(name: "ContinueActivity", inputs: [typeArg, A("activity", "a{sv}", "the activity's properties by kebab-case key: app-id (the publisher, when known), title and user-info always; any other property only when it differs from its default (an absent key means the default)"),
-                                                 A("platform_data", "a{sv}", "continuation-token when the origin supports streams; activation-token and desktop-startup-id when given")],
-              outputs: [A("handled", "b", "false makes the continuation fail with ContinuationFailed")],
-              doc: "Continue an activity (application(_:continue:restorationHandler:))."),
-            M(name: "SaveActivity", inputs: [A("activity", "o", "the owner's live activity whose NeedsSave is true")],
-              outputs: [A("properties", "a{sv}", "fresh properties, applied before the activity is read; NeedsSave then becomes false")],
-              doc: "Asked of the owner before an activity whose NeedsSave is true is read for saving (5 s) or continuation (the continuation's timeout-ms, counted apart from the delivery's, so a continuation may take twice timeout-ms) (userActivityWillSave). Without an answer in time the data are used as they are."),
-            M(name: "ContinuationStreamOpened", inputs: [A("activity", "o", "the origin live activity"), A("stream", "h", "the origin's end of the socket pair")], outputs: [],
-              doc: "On the origin's handler when a continuing app opened a stream."),
-            M(name: "FailedToContinue", inputs: [typeArg, A("error_name", "s", "the full D-Bus error name"), A("message", "s", "what went wrong")], outputs: [],
-              doc: "A continuation meant for this app failed before the app answered (didFailToContinueUserActivityWithType)."),
-        ],
+        methods: Handler.allCases.map(\.method),
         signals: [],
         properties: [])
 
@@ -229,5 +148,150 @@ public enum Interfaces {
         for interface in all { out += interface.xml() }
         out += "</node>\n"
         return out
+    }
+}
+
+/// Each interface's methods as an enum: a table giving each its handler is
+/// an exhaustive `switch`, so a missing or misspelled handler does not compile.
+extension Interfaces {
+    /// The manager's methods, in the documented order; `Interfaces.manager` lists them.
+    public enum Manager: InterfaceMember {
+        case createActivity, becomeCurrent, donate, search, getSuggestions, continueActivity, fetchForHandoff, markContinued, continueSavedActivity, registerApplication, registerHandler, openContinuationStream, deleteSavedActivities, deleteAllSavedActivities, forgetApplication, forgetRange, forgetAll
+
+        public static var interface: InterfaceDescription { manager }
+
+        public var method: InterfaceDescription.Method {
+            switch self {
+            case .createActivity:
+                M(name: "CreateActivity", inputs: [typeArg, propertiesArg],
+                  outputs: [A("activity", "o", "object path of the new live activity under /org/example/UserActivity/activity/")],
+                  doc: "Creates a live activity owned by the caller's connection and app; it is not yet current. It is invalidated when the connection closes. Errors: InvalidArgument, NotDeclared, UnknownApplication, AccessDenied, Expired, UserInfoTooLarge, MissingRequiredUserInfoKeys, LimitExceeded (the per-connection, per-app or session count of live activities, the activity's 256 KiB of data, or the app's 16 MiB of live activity data).")
+            case .becomeCurrent:
+                M(name: "BecomeCurrent", inputs: [typeArg, propertiesArg],
+                  outputs: [A("activity", "o", "object path of the new, current live activity")],
+                  doc: "CreateActivity and Activity.BecomeCurrent in one call. The activity still ends with the caller's connection: scripts that want something to last use Donate. A search- or prediction-eligible activity is saved before the reply.")
+            case .donate:
+                M(name: "Donate", inputs: [typeArg, propertiesArg],
+                  outputs: [A("saved_id", "s", "id of the saved copy (the same for a repeated persistent-identifier); empty when saving is paused or blocked")],
+                  doc: "Saves a shortcut for suggestions and search without making anything current (a Siri shortcut donation); counts as one use. eligible-for-prediction defaults to true here. The reply comes after the write is durable.")
+            case .search:
+                M(name: "Search", inputs: [A("query", "s", "free text; every word must match, the last also as a prefix; case- and accent-insensitive; operators are plain words"),
+                                            A("options", "a{sv}", "limit (u, default 20, at most 200), app-id (s), activity-types (as)")],
+                  outputs: [A("results", "aa{sv}", "best first: saved-id, app-id, activity-type, title, content-description, keywords, webpage-url, score (d), last-used (x, Unix µs)")],
+                  doc: "Full-text search over saved search-eligible activities (title, keywords, content description). Needs no identity; a confined caller sees only its own app's entries.")
+            case .getSuggestions:
+                M(name: "GetSuggestions", inputs: [A("options", "a{sv}", "limit (u, default 10, at most 200), app-id (s)")],
+                  outputs: [A("results", "aa{sv}", "as Search, plus suggested-invocation-phrase (s) and use-count (u)")],
+                  doc: "Prediction-eligible saved activities ranked by how often, how recently and at what time of day they were used.")
+            case .continueActivity:
+                M(name: "ContinueActivity", inputs: [typeArg, A("properties", "a{sv}", "the activity's data; app-id names the app that published it, when known"), continueOptionsArg],
+                  outputs: [A("app_id", "s", "the app that took it (the browser's for the webpage-url fallback, empty when unknown)")],
+                  doc: """
+                  Dispatches an activity that came from outside (a link, another device, a script) to an app of the publisher's team that declares its type; falls back to opening webpage-url with the default https handler (mimeapps.list).
+                  Candidates, in order: the publisher itself, apps with a registered handler, DBusActivatable apps, the rest; each group by app ID. Delivery: Handler.ContinueActivity on a registered handler; else org.freedesktop.Application.ActivateAction('continue-activity', [<(sa{sv})>], platform_data); else the app is launched from its desktop entry and the activity delivered when it registers a handler.
+                  System types go by their URI (see the interface's description). Errors: NoHandler (no candidate and no webpage-url, or the browser or default handler could not be opened), NotFound (an open-document file:// URI that does not exist here), RemoteApplicationTimedOut (no answer in time, or the app could not be launched, activated or reached; the app then gets FailedToContinue), ContinuationFailed (the app answered false, or lacks the continue-activity action or the Handler method), the app's own error passed on, Expired, MissingRequiredUserInfoKeys, LimitExceeded (too many continuations in flight for the connection, the sandboxed app or the session, or too many launches: the message says which). A confined caller may name only its own app as app-id (AccessDenied), and is the publisher when it names none: its activity goes only to apps of its own team (NoHandler when none declares the type and there is no webpage-url); a confined caller whose app cannot be identified gets UnknownApplication. Only an unconfined caller may send an activity of unknown origin (app-id left out), which any app declaring the type may receive.
+
+                  """)
+            case .fetchForHandoff:
+                M(name: "FetchForHandoff", inputs: [A("activity", "o", "a live activity, normally the session's current one"),
+                                                     A("options", "a{sv}", "timeout-ms (u, default 10000, 0 = default, at most 600000): how long the owner's SaveActivity may take")],
+                  outputs: [A("activity_type", "s", "the activity's type"),
+                            A("properties", "a{sv}", "its data as a handler would receive it: app-id (the owner), title and user-info always, other properties when they differ from their defaults")],
+                  doc: "Addition for useractivity-handoffd (Handoff between devices): reads a live activity in full for continuing it on another device, after its owner answered SaveActivity when NeedsSave is set, without continuing it here. Only unconfined callers (AccessDenied otherwise). Errors: NotFound (no such live activity), Expired, NotEligible (not eligible for handoff).")
+            case .markContinued:
+                M(name: "MarkContinued", inputs: [A("activity", "o", "the live activity that was continued elsewhere"),
+                                                  A("by_app_id", "s", "the app that took it on the other device")],
+                  outputs: [],
+                  doc: "Addition for useractivity-handoffd: the live activity was continued on another device by that app; emits its Continued signal. Only unconfined callers (AccessDenied otherwise). NotFound when it is no longer live; InvalidArgument for a malformed app ID.")
+            case .continueSavedActivity:
+                M(name: "ContinueSavedActivity", inputs: [A("saved_id", "s", "a saved-id from Search, GetSuggestions or Donate"), continueOptionsArg],
+                  outputs: [A("app_id", "s", "the app that took it")],
+                  doc: "Continues a saved activity (a search result, a suggestion), as ContinueActivity with the saved app as publisher; it does not count a use. NotFound when there is no such saved activity or the caller may not see it (a confined caller sees only its own app's).")
+            case .registerApplication:
+                M(name: "RegisterApplication", inputs: [A("app_id", "s", "desktop-file ID without .desktop of an installed app")], outputs: [],
+                  doc: "Names the app this connection acts for when a call names none (like the host portal registry); a later call replaces it. A confined caller naming another app gets AccessDenied; an app that is not installed, UnknownApplication.")
+            case .registerHandler:
+                M(name: "RegisterHandler", inputs: [A("handler", "o", "object path where the caller implements org.example.UserActivity.Handler")], outputs: [],
+                  doc: "The caller's app receives continuations at this path while the connection lives; a later registration of the same app replaces an earlier one.")
+            case .openContinuationStream:
+                M(name: "OpenContinuationStream", inputs: [A("continuation_token", "s", "the continuation-token from ContinueActivity's platform data")],
+                  outputs: [A("stream", "h", "one end of a socket pair; the origin app receives the other end through ContinuationStreamOpened")],
+                  doc: "Called by the continuing app. A token is single-use, valid for 60 s and while its origin lives, and only for the app that received the continuation (AccessDenied otherwise; a refused call does not consume it).")
+            case .deleteSavedActivities:
+                M(name: "DeleteSavedActivities", inputs: [A("persistent_identifiers", "as", "persistent-identifier values of the caller app's saved activities")], outputs: [],
+                  doc: "Deletes the caller app's saved activities with these persistent identifiers (deleteSavedUserActivities(withPersistentIdentifiers:)); other apps' entries are never touched.")
+            case .deleteAllSavedActivities:
+                M(name: "DeleteAllSavedActivities", inputs: [], outputs: [],
+                  doc: "Deletes all of the caller app's saved activities.")
+            case .forgetApplication:
+                M(name: "ForgetApplication", inputs: [A("app_id", "s", "the app whose saved activities to delete")],
+                  outputs: [A("deleted", "u", "number of saved activities deleted")],
+                  doc: "Privacy control: deletes every saved activity of one app. Unconfined callers only (AccessDenied otherwise).")
+            case .forgetRange:
+                M(name: "ForgetRange", inputs: [A("from_usec", "x", "start of the range by last use, Unix µs, inclusive"), A("to_usec", "x", "end of the range, Unix µs, exclusive")],
+                  outputs: [A("deleted", "u", "number of saved activities deleted")],
+                  doc: "Privacy control: deletes every saved activity last used in [from_usec, to_usec). Unconfined callers only.")
+            case .forgetAll:
+                M(name: "ForgetAll", inputs: [], outputs: [A("deleted", "u", "number of saved activities deleted")],
+                  doc: "Privacy control: deletes every saved activity. Unconfined callers only.")
+            }
+        }
+    }
+
+    /// A live activity's methods.
+    public enum Activity: InterfaceMember {
+        case update, addUserInfoEntries, becomeCurrent, resignCurrent, invalidate, `continue`
+
+        public static var interface: InterfaceDescription { activity }
+
+        public var method: InterfaceDescription.Method {
+            switch self {
+            case .update:
+                M(name: "Update", inputs: [A("properties", "a{sv}", "properties to set, by kebab-case key; all apply or none")], outputs: [],
+                  doc: "Sets several properties atomically (one PropertiesChanged).")
+            case .addUserInfoEntries:
+                M(name: "AddUserInfoEntries", inputs: [A("entries", "a{sv}", "entries merged into UserInfo, replacing equal keys")], outputs: [],
+                  doc: "Merges into UserInfo (addUserInfoEntries(from:)).")
+            case .becomeCurrent:
+                M(name: "BecomeCurrent", inputs: [], outputs: [],
+                  doc: "Makes it the session's current activity; the previous current activity, of any app, stops being current. A search- or prediction-eligible activity is saved (one more use) before the reply. NotDeclared when its app no longer declares its type (the desktop entry changed since it was created).")
+            case .resignCurrent:
+                M(name: "ResignCurrent", inputs: [], outputs: [],
+                  doc: "Stops being current without being invalidated; a no-op when it is not current.")
+            case .invalidate:
+                M(name: "Invalidate", inputs: [], outputs: [],
+                  doc: "Permanently ends it: it stops being current and its object leaves the bus (later calls get org.freedesktop.DBus.Error.UnknownObject). Saved copies stay.")
+            case .continue:
+                M(name: "Continue", inputs: [continueOptionsArg], outputs: [A("app_id", "s", "the app that took it")],
+                  doc: "Continues this live activity in another app, as Handoff does; it must be eligible for handoff (NotEligible). Callable by the owning app and by unconfined callers. Checks, in order: access, expiry, eligibility.")
+            }
+        }
+    }
+
+    /// The methods apps implement for the service to call.
+    public enum Handler: InterfaceMember {
+        case continueActivity, saveActivity, continuationStreamOpened, failedToContinue
+
+        public static var interface: InterfaceDescription { handler }
+
+        public var method: InterfaceDescription.Method {
+            switch self {
+            case .continueActivity:
+                M(name: "ContinueActivity", inputs: [typeArg, A("activity", "a{sv}", "the activity's properties by kebab-case key: app-id (the publisher, when known), title and user-info always; any other property only when it differs from its default (an absent key means the default)"),
+                                                     A("platform_data", "a{sv}", "continuation-token when the origin supports streams; activation-token and desktop-startup-id when given")],
+                  outputs: [A("handled", "b", "false makes the continuation fail with ContinuationFailed")],
+                  doc: "Continue an activity (application(_:continue:restorationHandler:)).")
+            case .saveActivity:
+                M(name: "SaveActivity", inputs: [A("activity", "o", "the owner's live activity whose NeedsSave is true")],
+                  outputs: [A("properties", "a{sv}", "fresh properties, applied before the activity is read; NeedsSave then becomes false")],
+                  doc: "Asked of the owner before an activity whose NeedsSave is true is read for saving (5 s) or continuation (the continuation's timeout-ms, counted apart from the delivery's, so a continuation may take twice timeout-ms) (userActivityWillSave). Without an answer in time the data are used as they are.")
+            case .continuationStreamOpened:
+                M(name: "ContinuationStreamOpened", inputs: [A("activity", "o", "the origin live activity"), A("stream", "h", "the origin's end of the socket pair")], outputs: [],
+                  doc: "On the origin's handler when a continuing app opened a stream.")
+            case .failedToContinue:
+                M(name: "FailedToContinue", inputs: [typeArg, A("error_name", "s", "the full D-Bus error name"), A("message", "s", "what went wrong")], outputs: [],
+                  doc: "A continuation meant for this app failed before the app answered (didFailToContinueUserActivityWithType).")
+            }
+        }
     }
 }

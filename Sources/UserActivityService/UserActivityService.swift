@@ -93,47 +93,53 @@ public final class UserActivityService {
     /// Interface name → member → route.
     typealias DispatchTable = [String: [String: MethodRoute]]
 
-    /// Pairs each handler with the input signature `signature(interface, member)` gives.
-    private static func dispatchTable(_ handlers: [String: [String: Handler]],
-                                      signature: (String, String) -> String?) -> DispatchTable {
-        var table: DispatchTable = [:]
-        for (interface, members) in handlers {
-            for (member, handler) in members {
-                guard let input = signature(interface, member) else {
-                    preconditionFailure("no documented signature for \(interface).\(member)")
-                }
-                table[interface, default: [:]][member] = MethodRoute(inputSignature: input, handler: handler)
-            }
-        }
-        return table
+    /// One interface's routes: each of its methods with the handler
+    /// `handler` (an exhaustive `switch`) gives it.
+    private static func routes<Member: InterfaceMember>(_ handler: (Member) -> Handler) -> [String: MethodRoute] {
+        Dictionary(uniqueKeysWithValues: Member.allCases.map { member in
+            let method = member.method
+            return (method.name, MethodRoute(inputSignature: method.inputSignature, handler: handler(member)))
+        })
     }
 
-    /// Exports another object under `/org/example/UserActivity/…`, dispatched
-    /// from `interfaces` (their input signatures are checked like ours). The
-    /// object also answers `Introspect` with the interfaces' XML.
-    func exportObject(path: String, interfaces: [InterfaceDescription], handlers: [String: [String: Handler]]) {
+    /// The standard `org.freedesktop.DBus.Properties` methods.
+    private static func propertiesRoutes(get: @escaping Handler, getAll: @escaping Handler, set: @escaping Handler) -> [String: MethodRoute] {
+        ["Get": MethodRoute(inputSignature: "ss", handler: get), "GetAll": MethodRoute(inputSignature: "s", handler: getAll),
+         "Set": MethodRoute(inputSignature: "ssv", handler: set)]
+    }
+
+    /// The standard `org.freedesktop.DBus.Introspectable` method.
+    private static func introspectRoute(_ introspect: @escaping Handler) -> [String: MethodRoute] {
+        ["Introspect": MethodRoute(inputSignature: "", handler: introspect)]
+    }
+
+    /// Exports another object under `/org/example/UserActivity/…` serving
+    /// `Member`'s interface through `handler` (input signatures are checked
+    /// like ours). The object also answers `Introspect` with the interface's XML.
+    func exportObject<Member: InterfaceMember>(path: String, handler: (Member) -> Handler) {
         precondition(path.hasPrefix(Interfaces.managerPath + "/"), "objects live under the manager")
-        for interface in interfaces {
-            for method in interface.methods {
-                precondition(handlers[interface.name]?[method.name] != nil, "no handler for \(interface.name).\(method.name)")
-            }
-        }
-        var all = handlers
-        all["org.freedesktop.DBus.Introspectable"] = ["Introspect": { _, invocation in
-            var xml = StandardInterfacesXML.doctype + "<node>\n"
-            for interface in interfaces { xml += interface.xml() }
-            xml += StandardInterfacesXML.introspectable + StandardInterfacesXML.peer + "</node>\n"
-            invocation.reply([.string(xml)])
-        }]
-        extraObjects[path] = Self.dispatchTable(all) { interface, member in
-            interfaces.first { $0.name == interface }?.method(member)?.inputSignature
-                ?? Self.standardSignatures[interface]?[member]
-        }
+        let xml = StandardInterfacesXML.doctype + "<node>\n" + Member.interface.xml()
+            + StandardInterfacesXML.introspectable + StandardInterfacesXML.peer + "</node>\n"
+        extraObjects[path] = [
+            Member.interface.name: Self.routes(handler),
+            "org.freedesktop.DBus.Introspectable": Self.introspectRoute { _, invocation in invocation.reply([.string(xml)]) },
+        ]
     }
 
     /// The manager's and the activity objects' dispatch tables.
-    private var managerRoutes: DispatchTable = [:]
-    private var activityRoutes: DispatchTable = [:]
+    private let managerRoutes: DispatchTable = [
+        Interfaces.managerName: routes(managerHandler),
+        "org.freedesktop.DBus.Properties": propertiesRoutes(get: { $0.managerPropertyGet($1) }, getAll: { $0.managerPropertyGetAll($1) },
+                                                            set: { $0.managerPropertySet($1) }),
+        "org.freedesktop.DBus.ObjectManager": ["GetManagedObjects": MethodRoute(inputSignature: "") { $0.getManagedObjects($1) }],
+        "org.freedesktop.DBus.Introspectable": introspectRoute { $0.introspectManager($1) },
+    ]
+    private let activityRoutes: DispatchTable = [
+        Interfaces.activityName: routes(activityHandler),
+        "org.freedesktop.DBus.Properties": propertiesRoutes(get: { $0.activityPropertyGet($1) }, getAll: { $0.activityPropertyGetAll($1) },
+                                                            set: { $0.activityPropertySet($1) }),
+        "org.freedesktop.DBus.Introspectable": introspectRoute { $0.introspectActivity($1) },
+    ]
 
     public init(bus: Connection, loop: MainLoop, configuration: ServiceConfiguration, log: Logger) throws {
         self.bus = bus
@@ -165,7 +171,6 @@ public final class UserActivityService {
                              loop.after(milliseconds: SavedActivities.longestDonationWaitMilliseconds, run))
         }
         for warning in catalog.warnings { log.warning("\(warning)") }
-        buildDispatchTables()
     }
 
     // MARK: Exporting
@@ -268,68 +273,40 @@ public final class UserActivityService {
 
     // MARK: Routing
 
-    private func buildDispatchTables() {
-        let managerHandlers: [String: [String: Handler]] = [
-            Interfaces.managerName: [
-                "CreateActivity": { $0.createActivity($1) },
-                "BecomeCurrent": { $0.createAndBecomeCurrent($1) },
-                "Donate": { $0.donate($1) },
-                "Search": { $0.search($1) },
-                "GetSuggestions": { $0.getSuggestions($1) },
-                "ContinueActivity": { $0.continuation.continueActivity($1) },
-                "ContinueSavedActivity": { $0.continuation.continueSavedActivity($1) },
-                "FetchForHandoff": { $0.continuation.fetchForHandoff($1) },
-                "MarkContinued": { $0.continuation.markContinued($1) },
-                "RegisterApplication": { $0.registerApplication($1) },
-                "RegisterHandler": { $0.continuation.registerHandler($1) },
-                "OpenContinuationStream": { $0.continuation.openContinuationStream($1) },
-                "DeleteSavedActivities": { $0.deleteSavedActivities($1) },
-                "DeleteAllSavedActivities": { $0.deleteAllSavedActivities($1) },
-                "ForgetApplication": { $0.forgetApplication($1) },
-                "ForgetRange": { $0.forgetRange($1) },
-                "ForgetAll": { $0.forgetAll($1) },
-            ],
-            "org.freedesktop.DBus.Properties": [
-                "Get": { $0.managerPropertyGet($1) }, "GetAll": { $0.managerPropertyGetAll($1) }, "Set": { $0.managerPropertySet($1) },
-            ],
-            "org.freedesktop.DBus.ObjectManager": ["GetManagedObjects": { $0.getManagedObjects($1) }],
-            "org.freedesktop.DBus.Introspectable": ["Introspect": { $0.introspectManager($1) }],
-        ]
-        let activityHandlers: [String: [String: Handler]] = [
-            Interfaces.activityName: [
-                "Update": { $0.update($1) },
-                "AddUserInfoEntries": { $0.addUserInfoEntries($1) },
-                "BecomeCurrent": { $0.becomeCurrent($1) },
-                "ResignCurrent": { $0.resignCurrent($1) },
-                "Invalidate": { $0.invalidate($1) },
-                "Continue": { $0.continuation.continueLiveActivity($1) },
-            ],
-            "org.freedesktop.DBus.Properties": [
-                "Get": { $0.activityPropertyGet($1) }, "GetAll": { $0.activityPropertyGetAll($1) }, "Set": { $0.activityPropertySet($1) },
-            ],
-            "org.freedesktop.DBus.Introspectable": ["Introspect": { $0.introspectActivity($1) }],
-        ]
-        // Every documented method must have a handler: a gap is a programming error.
-        for (interface, table) in [(Interfaces.manager, managerHandlers), (Interfaces.activity, activityHandlers)] {
-            for method in interface.methods where table[interface.name]?[method.name] == nil {
-                preconditionFailure("no handler for \(interface.name).\(method.name)")
-            }
+    /// The contract's manager methods, each with its handler.
+    private static func managerHandler(_ method: Interfaces.Manager) -> Handler {
+        switch method {
+        case .createActivity: { $0.createActivity($1) }
+        case .becomeCurrent: { $0.createAndBecomeCurrent($1) }
+        case .donate: { $0.donate($1) }
+        case .search: { $0.search($1) }
+        case .getSuggestions: { $0.getSuggestions($1) }
+        case .continueActivity: { $0.continuation.continueActivity($1) }
+        case .fetchForHandoff: { $0.continuation.fetchForHandoff($1) }
+        case .markContinued: { $0.continuation.markContinued($1) }
+        case .continueSavedActivity: { $0.continuation.continueSavedActivity($1) }
+        case .registerApplication: { $0.registerApplication($1) }
+        case .registerHandler: { $0.continuation.registerHandler($1) }
+        case .openContinuationStream: { $0.continuation.openContinuationStream($1) }
+        case .deleteSavedActivities: { $0.deleteSavedActivities($1) }
+        case .deleteAllSavedActivities: { $0.deleteAllSavedActivities($1) }
+        case .forgetApplication: { $0.forgetApplication($1) }
+        case .forgetRange: { $0.forgetRange($1) }
+        case .forgetAll: { $0.forgetAll($1) }
         }
-        let signature = { (interface: String, member: String) in
-            Self.ourInterfaces[interface]?.method(member)?.inputSignature ?? Self.standardSignatures[interface]?[member]
-        }
-        managerRoutes = Self.dispatchTable(managerHandlers, signature: signature)
-        activityRoutes = Self.dispatchTable(activityHandlers, signature: signature)
     }
 
-    /// Signatures of the standard interfaces' methods we handle.
-    private static let standardSignatures: [String: [String: String]] = [
-        "org.freedesktop.DBus.Properties": ["Get": "ss", "GetAll": "s", "Set": "ssv"],
-        "org.freedesktop.DBus.ObjectManager": ["GetManagedObjects": ""],
-        "org.freedesktop.DBus.Introspectable": ["Introspect": ""],
-    ]
-
-    private static let ourInterfaces = [Interfaces.managerName: Interfaces.manager, Interfaces.activityName: Interfaces.activity]
+    /// The contract's activity methods, each with its handler.
+    private static func activityHandler(_ method: Interfaces.Activity) -> Handler {
+        switch method {
+        case .update: { $0.update($1) }
+        case .addUserInfoEntries: { $0.addUserInfoEntries($1) }
+        case .becomeCurrent: { $0.becomeCurrent($1) }
+        case .resignCurrent: { $0.resignCurrent($1) }
+        case .invalidate: { $0.invalidate($1) }
+        case .continue: { $0.continuation.continueLiveActivity($1) }
+        }
+    }
 
     private func route(_ message: Message) -> Bool {
         guard message.kind == .methodCall, let path = message.path, let member = message.member else { return false }

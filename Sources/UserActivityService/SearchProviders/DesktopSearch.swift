@@ -12,25 +12,31 @@ extension UserActivityService {
     /// Exports the GNOME Shell search provider and the KRunner runner (see
     /// ``DesktopSearchInterfaces``). Called once from ``export()``.
     func exportDesktopSearch() {
-        exportObject(path: DesktopSearchInterfaces.searchProviderPath,
-                     interfaces: [DesktopSearchInterfaces.gnomeSearchProvider],
-                     handlers: [DesktopSearchInterfaces.searchProviderName: [
-                         "GetInitialResultSet": { $0.searchProviderInitialResultSet($1) },
-                         "GetSubsearchResultSet": { $0.searchProviderSubsearchResultSet($1) },
-                         "GetResultMetas": { $0.searchProviderResultMetas($1) },
-                         "ActivateResult": { $0.searchProviderActivateResult($1) },
-                         "LaunchSearch": { $0.searchProviderLaunchSearch($1) },
-                     ]])
-        exportObject(path: DesktopSearchInterfaces.krunnerPath,
-                     interfaces: [DesktopSearchInterfaces.krunner],
-                     handlers: [DesktopSearchInterfaces.krunnerName: [
-                         "Match": { $0.krunnerMatch($1) },
-                         "Actions": { $0.krunnerActions($1) },
-                         "Run": { $0.krunnerRun($1) },
-                         "SetActivationToken": { $0.krunnerSetActivationToken($1) },
-                         "Config": { $0.krunnerConfig($1) },
-                         "Teardown": { $0.krunnerTeardown($1) },
-                     ]])
+        exportObject(path: DesktopSearchInterfaces.searchProviderPath, handler: Self.searchProviderHandler)
+        exportObject(path: DesktopSearchInterfaces.krunnerPath, handler: Self.krunnerHandler)
+    }
+
+    /// GNOME Shell's search provider methods, each with its handler.
+    private static func searchProviderHandler(_ method: DesktopSearchInterfaces.GnomeSearchProvider) -> Handler {
+        switch method {
+        case .getInitialResultSet: { $0.searchProviderInitialResultSet($1) }
+        case .getSubsearchResultSet: { $0.searchProviderSubsearchResultSet($1) }
+        case .getResultMetas: { $0.searchProviderResultMetas($1) }
+        case .activateResult: { $0.searchProviderActivateResult($1) }
+        case .launchSearch: { $0.searchProviderLaunchSearch($1) }
+        }
+    }
+
+    /// KRunner's runner methods, each with its handler.
+    private static func krunnerHandler(_ method: DesktopSearchInterfaces.KRunner) -> Handler {
+        switch method {
+        case .match: { $0.krunnerMatch($1) }
+        case .actions: { $0.krunnerActions($1) }
+        case .run: { $0.krunnerRun($1) }
+        case .setActivationToken: { $0.krunnerSetActivationToken($1) }
+        case .config: { $0.krunnerConfig($1) }
+        case .teardown: { $0.krunnerTeardown($1) }
+        }
     }
 
     /// How many results a shell gets: both show only a handful, and a short

@@ -89,23 +89,7 @@ enum DesktopSearchInterfaces {
         path, Version=2) gets its activities listed under its own icon. A path that does not unescape to an app
         ID is UnknownObject.
         """,
-        methods: [
-            M(name: "GetInitialResultSet", inputs: [termsArg],
-              outputs: [A("results", "as", "saved IDs, best first, at most 20")],
-              doc: "A new search: the saved IDs of the best matches for the joined terms."),
-            M(name: "GetSubsearchResultSet",
-              inputs: [A("previous_results", "as", "the saved IDs returned for the previous, shorter terms"), termsArg],
-              outputs: [A("results", "as", "those of previous_results that still match, in the new ranking's order")],
-              doc: "The user refined the terms: narrows the previous results (never adds new ones, as the shell expects)."),
-            M(name: "GetResultMetas", inputs: [A("identifiers", "as", "saved IDs from a result set")],
-              outputs: [A("metas", "aa{sv}", "per known ID: id (s), name (s, the title; the app's name or the activity type when the title is empty), description (s, the content description, else the app's name), gicon (s, the app's Icon= from its desktop entry, else edit-find), clipboardText (s, the webpage-url, only when set)")],
-              doc: "What the shell shows for each result. IDs that no longer exist (deleted, expired) are left out."),
-            M(name: "ActivateResult",
-              inputs: [A("identifier", "s", "the saved ID the user chose"), termsArg, timestampArg], outputs: [],
-              doc: "Continues the saved activity by calling the manager's ContinueSavedActivity on this service (one code path for every continuation). The reply comes when the continuation is done; its error, if any, is the reply's (and is logged)."),
-            M(name: "LaunchSearch", inputs: [termsArg, timestampArg], outputs: [],
-              doc: "The user clicked the provider's icon: launches org.example.UserActivity.desktop (a terminal running `useractivityctl browse`) with the terms as one useractivity-search: URI, so the search continues interactively in the CLI. org.freedesktop.DBus.Error.Failed when that desktop entry is not installed or cannot be started; AccessDenied for a sandboxed caller."),
-        ],
+        methods: GnomeSearchProvider.allCases.map(\.method),
         signals: [],
         properties: [])
 
@@ -118,23 +102,74 @@ enum DesktopSearchInterfaces {
         Installed by desktop/krunner/org.example.UserActivity.desktop in $XDG_DATA_DIRS/krunner/dbusplugins/.
         Visibility is the manager's: a sandboxed caller sees and runs only its own app's entries.
         """,
-        methods: [
-            M(name: "Match", inputs: [A("query", "s", "what the user typed, as one Search query")],
-              outputs: [A("matches", "a(sssida{sv})", "per result: id (saved ID), text (title), icon name (the app's Icon=, else edit-find), type (100 = exact match: the title equals the query ignoring case and accents; 70 otherwise: KF6 CategoryRelevance High, KF5 HelperMatch), relevance (0..1: the Search score divided by the best result's, 1 for an exact match), properties: subtext (content description, else the app's name), category (Activities), urls (the webpage-url, when set), actions ([open-in-browser] when there is a webpage-url, else [] so that no action is shown)")],
-              doc: "The best matches (at most 20) for the query."),
-            M(name: "Actions", inputs: [],
-              outputs: [A("actions", "a(sss)", "id, text, icon: open-in-browser, Open in Browser, internet-web-browser")],
-              doc: "The one action a match may offer: opening its webpage-url with the default browser instead of continuing it in an app. Constant (the plugin sets X-Plasma-Request-Actions-Once)."),
-            M(name: "Run", inputs: [A("match_id", "s", "a saved ID from Match"), A("action_id", "s", "empty for the default action (continue), or open-in-browser")], outputs: [],
-              doc: "The default action continues the saved activity by calling the manager's ContinueSavedActivity on this service; open-in-browser opens its webpage-url. The reply comes when that is done; its error, if any, is the reply's (and is logged). NotFound for an unknown ID; InvalidArgument for an unknown action or open-in-browser without a webpage-url."),
-            M(name: "SetActivationToken", inputs: [A("token", "s", "an xdg-activation token for the window the next Run opens")], outputs: [],
-              doc: "KRunner (Plasma 6) sends this just before Run: the token is kept for the calling connection and passed on, as the activation-token option, to the continuation of that connection's next Run (then it is used up). A connection's token goes when it closes."),
-            M(name: "Config", inputs: [],
-              outputs: [A("config", "a{sv}", "MinLetterCount (i): 2, so that one typed letter does not list every activity")],
-              doc: "Runner configuration, asked for by KRunner for DBus2 runners."),
-            M(name: "Teardown", inputs: [], outputs: [],
-              doc: "The match session is over. Nothing is kept per session, so there is nothing to clear."),
-        ],
+        methods: KRunner.allCases.map(\.method),
         signals: [],
         properties: [])
+}
+
+extension DesktopSearchInterfaces {
+    /// GNOME Shell's search provider methods.
+    enum GnomeSearchProvider: InterfaceMember {
+        case getInitialResultSet, getSubsearchResultSet, getResultMetas, activateResult, launchSearch
+
+        static var interface: InterfaceDescription { gnomeSearchProvider }
+
+        var method: InterfaceDescription.Method {
+            switch self {
+            case .getInitialResultSet:
+                M(name: "GetInitialResultSet", inputs: [termsArg],
+                  outputs: [A("results", "as", "saved IDs, best first, at most 20")],
+                  doc: "A new search: the saved IDs of the best matches for the joined terms.")
+            case .getSubsearchResultSet:
+                M(name: "GetSubsearchResultSet",
+                  inputs: [A("previous_results", "as", "the saved IDs returned for the previous, shorter terms"), termsArg],
+                  outputs: [A("results", "as", "those of previous_results that still match, in the new ranking's order")],
+                  doc: "The user refined the terms: narrows the previous results (never adds new ones, as the shell expects).")
+            case .getResultMetas:
+                M(name: "GetResultMetas", inputs: [A("identifiers", "as", "saved IDs from a result set")],
+                  outputs: [A("metas", "aa{sv}", "per known ID: id (s), name (s, the title; the app's name or the activity type when the title is empty), description (s, the content description, else the app's name), gicon (s, the app's Icon= from its desktop entry, else edit-find), clipboardText (s, the webpage-url, only when set)")],
+                  doc: "What the shell shows for each result. IDs that no longer exist (deleted, expired) are left out.")
+            case .activateResult:
+                M(name: "ActivateResult",
+                  inputs: [A("identifier", "s", "the saved ID the user chose"), termsArg, timestampArg], outputs: [],
+                  doc: "Continues the saved activity by calling the manager's ContinueSavedActivity on this service (one code path for every continuation). The reply comes when the continuation is done; its error, if any, is the reply's (and is logged).")
+            case .launchSearch:
+                M(name: "LaunchSearch", inputs: [termsArg, timestampArg], outputs: [],
+                  doc: "The user clicked the provider's icon: launches org.example.UserActivity.desktop (a terminal running `useractivityctl browse`) with the terms as one useractivity-search: URI, so the search continues interactively in the CLI. org.freedesktop.DBus.Error.Failed when that desktop entry is not installed or cannot be started; AccessDenied for a sandboxed caller.")
+            }
+        }
+    }
+
+    /// KRunner's runner methods.
+    enum KRunner: InterfaceMember {
+        case match, actions, run, setActivationToken, config, teardown
+
+        static var interface: InterfaceDescription { krunner }
+
+        var method: InterfaceDescription.Method {
+            switch self {
+            case .match:
+                M(name: "Match", inputs: [A("query", "s", "what the user typed, as one Search query")],
+                  outputs: [A("matches", "a(sssida{sv})", "per result: id (saved ID), text (title), icon name (the app's Icon=, else edit-find), type (100 = exact match: the title equals the query ignoring case and accents; 70 otherwise: KF6 CategoryRelevance High, KF5 HelperMatch), relevance (0..1: the Search score divided by the best result's, 1 for an exact match), properties: subtext (content description, else the app's name), category (Activities), urls (the webpage-url, when set), actions ([open-in-browser] when there is a webpage-url, else [] so that no action is shown)")],
+                  doc: "The best matches (at most 20) for the query.")
+            case .actions:
+                M(name: "Actions", inputs: [],
+                  outputs: [A("actions", "a(sss)", "id, text, icon: open-in-browser, Open in Browser, internet-web-browser")],
+                  doc: "The one action a match may offer: opening its webpage-url with the default browser instead of continuing it in an app. Constant (the plugin sets X-Plasma-Request-Actions-Once).")
+            case .run:
+                M(name: "Run", inputs: [A("match_id", "s", "a saved ID from Match"), A("action_id", "s", "empty for the default action (continue), or open-in-browser")], outputs: [],
+                  doc: "The default action continues the saved activity by calling the manager's ContinueSavedActivity on this service; open-in-browser opens its webpage-url. The reply comes when that is done; its error, if any, is the reply's (and is logged). NotFound for an unknown ID; InvalidArgument for an unknown action or open-in-browser without a webpage-url.")
+            case .setActivationToken:
+                M(name: "SetActivationToken", inputs: [A("token", "s", "an xdg-activation token for the window the next Run opens")], outputs: [],
+                  doc: "KRunner (Plasma 6) sends this just before Run: the token is kept for the calling connection and passed on, as the activation-token option, to the continuation of that connection's next Run (then it is used up). A connection's token goes when it closes.")
+            case .config:
+                M(name: "Config", inputs: [],
+                  outputs: [A("config", "a{sv}", "MinLetterCount (i): 2, so that one typed letter does not list every activity")],
+                  doc: "Runner configuration, asked for by KRunner for DBus2 runners.")
+            case .teardown:
+                M(name: "Teardown", inputs: [], outputs: [],
+                  doc: "The match session is over. Nothing is kept per session, so there is nothing to clear.")
+            }
+        }
+    }
 }
