@@ -147,14 +147,16 @@ struct LivenessTests {
     }
 
     @Test func aVanishedDeviceBecomesUnreachableAndItsActivityIsCleared() throws {
-        let stacks = try TwoStacks(appsA: [(UA.editor, [UA.editType])], appsB: [(UA.editor, [UA.editType])], keepaliveSeconds: 1)
+        // Keepalive every 4 s (gone after 12 s of silence): long enough that a
+        // loaded machine does not drop the link before the peer is stopped.
+        let stacks = try TwoStacks(appsA: [(UA.editor, [UA.editType])], appsB: [(UA.editor, [UA.editType])], keepaliveSeconds: 4)
         let (_, onB) = try stacks.pair()
         _ = try stacks.a.becomeCurrent(app: UA.editor, type: UA.editType, [("title", .string("Frozen"))])
         #expect(stacks.b.waitForDevice(onB, "CurrentActivity", { $0?.stringVariantEntries?.isEmpty == false }), "\(stacks.logs)")
         // SIGSTOP: the TCP connection stays open but nothing answers.
         stacks.a.handoffd?.signal(SIGSTOP)
         defer { stacks.a.handoffd?.signal(SIGCONT) }
-        #expect(stacks.b.waitForDevice(onB, "Reachable", timeout: 30, { $0 == .boolean(false) }), "\(stacks.logs)")
+        #expect(stacks.b.waitForDevice(onB, "Reachable", timeout: 90, { $0 == .boolean(false) }), "\(stacks.logs)")
         #expect(try stacks.b.deviceProperties(onB)["CurrentActivity"]?.stringVariantEntries?.isEmpty == true)
         #expect(stacks.b.handoffLog.contains("stopped answering"), "\(stacks.logs)")
     }
