@@ -63,8 +63,9 @@ let package = Package(
         ]),
 
         // Handoff between devices, plain Swift: frames, pairing code and
-        // rules, pinned devices, what may be advertised. No GLib, no network.
-        .target(name: "HandoffCore", dependencies: ["TypedValues", "ActivityStore"]),
+        // rules, pinned devices, what may be advertised. No GLib, no network,
+        // no SQLite; SHA-256 comes from GnuTLS, which handoffd links anyway.
+        .target(name: "HandoffCore", dependencies: ["TypedValues", "CGnuTLS"]),
         // The network-facing daemon: GIO TLS sockets on the GLib loop, GnuTLS
         // for its key, D-Bus objects of org.example.UserActivity.Handoff.
         .executableTarget(name: "useractivity-handoffd", dependencies: [

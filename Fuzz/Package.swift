@@ -20,7 +20,8 @@ func harness(_ name: String, extra: [Target.Dependency] = []) -> Target {
 // its harness is built once that module is in the tree.
 let hasHandoffCore = FileManager.default.fileExists(atPath: Context.packageDirectory + "/Sources/HandoffCore/Frame.swift")
 let handoffTargets: [Target] = hasHandoffCore ? [
-    .target(name: "HandoffCore", dependencies: ["TypedValues", "ActivityStore"]),
+    .systemLibrary(name: "CGnuTLS", pkgConfig: "gnutls"),
+    .target(name: "HandoffCore", dependencies: ["TypedValues", "CGnuTLS"]),
     harness("fuzz-handoff-frame", extra: ["HandoffCore"]),
 ] : []
 

@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: Apache-2.0
-import ActivityStore
 import TypedValues
 
 /// What one frame between two handoff daemons says.

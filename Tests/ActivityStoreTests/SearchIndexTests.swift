@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 @testable import ActivityStore
 import Foundation
+import TypedValues
 import Testing
 
 /// The in-memory search index against a brute-force reading of the same

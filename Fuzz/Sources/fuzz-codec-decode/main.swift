@@ -2,6 +2,7 @@
 // Stored blobs → TypedValueCodec.decode: raw bytes, and damaged valid encodings.
 import FuzzDriver
 import FuzzGenerators
+import TypedValues
 
 FuzzDriver.run { bytes in
     var input = FuzzInput(bytes: bytes)

@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: Apache-2.0
-import TypedValues
 
 /// A value that ``TypedValueCodec`` refused to encode or decode.
 public struct CodecError: Error, CustomStringConvertible, Sendable, Equatable {
