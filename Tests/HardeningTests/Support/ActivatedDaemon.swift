@@ -193,7 +193,9 @@ final class Client: @unchecked Sendable {
     }
 
     /// `Peer.Ping` to the daemon: the round trip in seconds, nil when it failed.
-    func ping(timeoutMilliseconds: Int32 = 1000) -> Double? {
+    /// The default timeout is a failure guard for "the daemon still answers"
+    /// (a sanitized daemon on a loaded machine can take seconds), not a measure.
+    func ping(timeoutMilliseconds: Int32 = 30_000) -> Double? {
         let start = Date()
         guard case .success = call(UA.managerPath, "org.freedesktop.DBus.Peer", "Ping",
                                    timeoutMilliseconds: timeoutMilliseconds) else { return nil }
