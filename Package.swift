@@ -91,6 +91,9 @@ let package = Package(
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "DBusKit", "TypedValues"]),
         .testTarget(name: "UserActivityTests", dependencies: ["UserActivity", "TestSupport", "DBusKit", "TypedValues"]),
         .testTarget(name: "ContinuationTests", dependencies: ["TestSupport", "DBusKit", "TypedValues"]),
+        // The example apps of examples/ (C, Python, GJS, Qt): built from the
+        // interface XML and run against the daemon. examples/ is in no target.
+        .testTarget(name: "ExampleAppTests", dependencies: ["TestSupport", "DBusKit", "TypedValues"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport", "DBusKit", "TypedValues"], exclude: ["Expected"]),
         .testTarget(name: "SearchProviderTests", dependencies: ["TestSupport", "DBusKit", "TypedValues"]),
         // Real sandboxes: bwrap + xdg-dbus-proxy (Flatpak) and snap cgroups, around the built daemon.
