@@ -8,7 +8,9 @@ packages=(libdbus-1-dev libglib2.0-dev libsqlite3-dev dbus-daemon dbus-bin libgl
   # useractivity-handoffd: GnuTLS keys, GIO TLS (glib-networking); its tests' hostile peers use openssl.
   libgnutls28-dev glib-networking openssl
   # The discovery tests: two network namespaces, each with its own system bus and Avahi.
-  avahi-daemon avahi-utils iproute2 util-linux)
+  avahi-daemon avahi-utils iproute2 util-linux
+  # Tests/ExampleAppTests: the example apps in C (gdbus-codegen, in libglib2.0-dev-bin), GJS and C++ with Qt 5.
+  libglib2.0-dev-bin make gcc g++ gjs qtbase5-dev qtbase5-dev-tools)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
