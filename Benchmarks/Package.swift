@@ -21,7 +21,7 @@ let package = Package(
         .target(name: "UserActivityInterfaces", dependencies: ["UserActivityCore", "TypedValues"]),
         .target(name: "TestSupport", dependencies: ["DBusKit", "TypedValues"], exclude: ["README.md"]),
         .executableTarget(name: "useractivity-bench", dependencies: [
-            "DBusKit", "TypedValues", "UserActivityInterfaces", "TestSupport",
+            "CDBus", "DBusKit", "TypedValues", "UserActivityInterfaces", "TestSupport",
         ]),
     ],
     swiftLanguageModes: [.v6]

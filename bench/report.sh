@@ -10,6 +10,18 @@
 #      100k entries of the same generated corpus;
 #   3. RSS of every process and the stores' size on disk.
 # Ratios to the targets first, absolute figures second, machine noise last.
+# Then, each on a fresh private bus with its baseline from the same run:
+#   4. resilience (useractivity-bench --resilience): the daemon's RSS quiet,
+#      after one app's flood of the largest activities (until LimitExceeded)
+#      and after its connections closed; another client's Get(Version) quiet
+#      and during a 60 MiB CreateActivity; the daemon's CPU per durable Donate;
+#   5. signal fan-out (bench/signal-fanout.sh): CreateActivity with 0, 1 and 3
+#      subscribers;
+#   6. Handoff: the opt-in measurement suite of Tests/HandoffTests
+#      (HANDOFF_MEASURE=1 swift test --filter MeasurementTests) against the
+#      packaged release daemons, the figures against their targets. The test
+#      harness is a debug build (the suite runs under swift test); the two
+#      daemons measured are the release ones. REPORT_HANDOFF=0 skips it.
 #
 # Usage: bench/report.sh [--quick] [--json] [other useractivity-bench options]
 #   --quick   fewer rounds, store size 10k only (under a minute after the build)
@@ -58,5 +70,83 @@ if ! command -v zeitgeist-daemon >/dev/null; then
     echo "                 To include it: apt-get install zeitgeist-core" >&2
 fi
 
-exec "$bin/useractivity-bench" --report --daemon "$daemon" \
+quick=0 json=0
+for argument in "$@"; do
+    case "$argument" in
+        --quick) quick=1 ;;
+        --json) json=1 ;;
+    esac
+done
+
+"$bin/useractivity-bench" --report --daemon "$daemon" \
     --libdbus-peer "$peers/libdbus-peer" --gdbus-peer "$peers/gdbus-peer" "$@"
+
+# The sections below are text; with --json they go to stderr so stdout stays
+# one JSON object.
+[ "$json" = 0 ] || exec 1>&2
+quick_flag=()
+[ "$quick" = 0 ] || quick_flag=(--quick)
+
+echo
+echo "== Resilience (useractivity-bench --resilience${quick_flag[*]:+ --quick}) =="
+"$bin/useractivity-bench" --resilience --daemon "$daemon" "${quick_flag[@]}"
+
+echo
+echo "== Signal fan-out (bench/signal-fanout.sh; CPU µs per call from schedstat) =="
+if [ "$quick" = 1 ]; then fanout_iterations=1000 fanout_cpu=500; else fanout_iterations=3000 fanout_cpu=1000; fi
+BENCH="$bin/useractivity-bench" ITERATIONS="$fanout_iterations" CPU_SAMPLES="$fanout_cpu" bench/signal-fanout.sh "$daemon"
+
+if [ "${REPORT_HANDOFF:-1}" = 0 ]; then
+    echo
+    echo "== Handoff: skipped (REPORT_HANDOFF=0) =="
+    exit 0
+fi
+handoffd="$(readlink -f .build-pkg/release/useractivity-handoffd)"
+echo
+echo "== Handoff (Tests/HandoffTests MeasurementTests; release daemons, debug test harness) =="
+echo "building the tests (swift build --build-tests, debug)…" >&2
+swift build --build-tests >&2
+measure_log="$(mktemp)"
+trap 'rm -f "$measure_log"' EXIT
+if ! HANDOFF_MEASURE=1 USERACTIVITYD_PATH="$daemon" USERACTIVITY_HANDOFFD_PATH="$handoffd" \
+        swift test --skip-build --filter MeasurementTests >"$measure_log" 2>&1; then
+    grep -v '^MEASURE' "$measure_log" | tail -40 >&2
+    echo "bench/report.sh: the Handoff measurement suite failed (log above)" >&2
+fi
+/usr/bin/python3 - "$measure_log" <<'PY'
+import re, sys
+figures, rss_kb = {}, None
+for line in open(sys.argv[1], errors="replace"):
+    m = re.search(r"MEASURE (.+): n=(\d+) p50=([\d.]+) ms p90=([\d.]+) ms", line)
+    if m:
+        figures[m.group(1)] = (int(m.group(2)), float(m.group(3)), float(m.group(4)))
+    m = re.search(r"MEASURE useractivity-handoffd idle VmRSS:\s*(\d+) kB", line)
+    if m:
+        rss_kb = int(m.group(1))
+def find(prefix):
+    return next((v for k, v in figures.items() if k.startswith(prefix)), None)
+ping, advert = find("local Peer.Ping"), find("advert")
+local, remote = find("ContinueActivity on the local"), find("Device.ContinueActivity")
+handshake = find("TCP + mutual TLS")
+for name, (n, p50, p90) in figures.items():
+    print("  %-86s n=%-3d p50 %7.3f ms  p90 %7.3f ms" % (name, n, p50, p90))
+def verdict(ok):
+    return "PASS" if ok else "MISS"
+print()
+if ping and advert:
+    print("  advert p50 ÷ local Ping p50: %.1f× (%.3f vs %.3f ms), target ≤ 3×: %s" % (advert[1] / ping[1], advert[1], ping[1], verdict(advert[1] <= 3 * ping[1])))
+else:
+    print("  advert against Ping: not measured")
+if local and remote:
+    print("  remote continue p50 − local p50: %+.3f ms (%.3f vs %.3f ms), target ≤ +2 ms: %s" % (remote[1] - local[1], remote[1], local[1], verdict(remote[1] <= local[1] + 2)))
+else:
+    print("  remote against local continue: not measured")
+if handshake:
+    print("  TLS handshake p50: %.3f ms, target ≤ 3 ms: %s" % (handshake[1], verdict(handshake[1] <= 3)))
+else:
+    print("  TLS handshake: not measured")
+if rss_kb is not None:
+    print("  useractivity-handoffd idle RSS: %.1f MiB (%.1f MB), target ≤ 12 MB: %s" % (rss_kb / 1024, rss_kb * 1024 / 1e6, verdict(rss_kb * 1024 <= 12e6)))
+else:
+    print("  useractivity-handoffd idle RSS: not measured")
+PY

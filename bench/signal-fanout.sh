@@ -12,13 +12,22 @@
 # one line per run: daemon, subscribers, Ping and CreateActivity p50/p99 (µs),
 # the p50 ratio, and the CPU µs per call of useractivityd and dbus-daemon.
 # ITERATIONS (default 3000) and CPU_SAMPLES (default 1000) tune the length.
+# BENCH names a built useractivity-bench (bench/report.sh passes its own);
+# without it the release bench is built in Benchmarks/. Without DAEMON
+# arguments the release daemon of .build is measured (built if missing).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 command -v swift >/dev/null 2>&1 || PATH=/opt/swift/usr/bin:$PATH
-bench=.build/debug/useractivity-bench
-[ -x "$bench" ] || swift build --product useractivity-bench >&2
+bench="${BENCH:-}"
+if [ -z "$bench" ]; then
+  swift build -c release --package-path Benchmarks --product useractivity-bench >&2
+  bench="$(swift build -c release --package-path Benchmarks --show-bin-path)/useractivity-bench"
+fi
 daemons=("$@")
-[ ${#daemons[@]} -gt 0 ] || daemons=(".build/debug/useractivityd")
+if [ ${#daemons[@]} -eq 0 ]; then
+  swift build -c release --product useractivityd >&2
+  daemons=("$(swift build -c release --show-bin-path)/useractivityd")
+fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 printf '%-48s %4s %10s %10s %12s %12s %6s %12s %12s\n' daemon subs ping_p50 ping_p99 create_p50 create_p99 ratio daemon_cpu bus_cpu

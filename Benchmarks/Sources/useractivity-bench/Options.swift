@@ -48,6 +48,8 @@ struct BenchOptions {
     var listScenarios = false
     /// Unconfined connections that follow the service's signals while the scenarios run.
     var subscribers = 0
+    /// `--resilience`: a hostile app's flood and RSS, another client during a 60 MiB message, daemon CPU per Donate.
+    var resilience = false
     var help = false
 
     static let usage = """
@@ -68,6 +70,9 @@ struct BenchOptions {
                               USERACTIVITYD_PATH overrides the search)
           --iterations N      timed rounds (default 20000)
           --warmup N          untimed rounds first (default 2000)
+          --resilience        instead: the daemon's RSS before, during and after one app's
+                              flood, another client's Get(Version) during a 60 MiB call,
+                              and the daemon's CPU per durable Donate (with --quick: shorter)
           --cpu-samples N     calls per scenario in a separate pass that measures the
                               CPU time useractivityd and dbus-daemon spend per call
                               (default 2000; 0 skips it)
@@ -146,6 +151,8 @@ struct BenchOptions {
                 options.iterationsGiven = true
             case "--warmup":
                 options.warmup = try count(value(for: name, inline: inline), for: name, minimum: 0)
+            case "--resilience":
+                options.resilience = true
             case "--cpu-samples":
                 options.cpuSamples = try count(value(for: name, inline: inline), for: name, minimum: 0)
             case "--scenario", "--scenarios":

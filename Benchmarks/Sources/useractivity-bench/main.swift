@@ -44,6 +44,14 @@ func runBench() -> Int32 {
             print(options.json ? try report.json() : report.table())
             return 0
         }
+        if options.resilience {
+            let session = try BenchSession(daemonPath: daemonPath)
+            defer { session.stop() }
+            try session.start()
+            print("useractivity-bench --resilience: private bus, one daemon; each figure against a baseline from this run")
+            print(try ResilienceBench(session: session, quick: options.quick, progress: note).run())
+            return 0
+        }
         if options.store {
             let session = try BenchSession(daemonPath: daemonPath)
             defer { session.stop() }
