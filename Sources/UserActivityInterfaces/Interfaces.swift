@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import UserActivityCore
 
-/// The contract of `../shared/spec/dbus-api.md` as data. Dispatch, signature
+/// The D-Bus contract as data. Dispatch, signature
 /// checks and the introspection XML (served and kept in `dbus/`) come from here.
 public enum Interfaces {
     public static let busName = "org.example.UserActivity"
