@@ -73,7 +73,7 @@ struct NeedsSaveTests {
         #expect(stacks.b.waitForDevice(onB, "CurrentActivity", { title($0) == "Unsaved" }), "\(stacks.logs)")
         let app = try stacks.b.call(HO.busName, onB, HO.device, "ContinueActivity", [.dictionary(keyType: "s", valueType: "v", [])])
         #expect(app.first == .string(UA.editor))
-        #expect(try owner.readLine(timeout: 10) == "SAVE")
+        #expect(try owner.readLine(timeout: 30) == "SAVE")
         let line = try #require(try handler.readLine(timeout: 20))
         #expect(line.contains("Saved title"), "\(line)")
     }

@@ -60,7 +60,7 @@ struct NotificationTests {
         let server = try startServer(stacks.b, invoking: "accept")
         let path = try stacks.link()
         _ = try stacks.a.call(HO.busName, path, HO.device, "Pair")
-        let line = try #require(try server.readLine(timeout: 10))
+        let line = try #require(try server.readLine(timeout: 30))
         #expect(line.contains("Pair with Stack A?") && line.contains("accept Accept decline Decline"), "\(line)")
         #expect(stacks.b.waitForDevice(stacks.b.devicePath(of: stacks.a), "Paired", { $0 == .boolean(true) }), "\(stacks.logs)")
     }
@@ -78,10 +78,13 @@ struct NotificationTests {
         let server = try startServer(stacks.b, invoking: "none")
         let (_, onB) = try stacks.pair()
         let activity = try stacks.a.becomeCurrent(app: UA.editor, type: UA.editType, [("title", .string("Draft"))])
-        let offer = try #require(try server.readLine(timeout: 10))
+        // The advert first, so that a failure says which side lost it.
+        #expect(stacks.b.waitForDevice(onB, "CurrentActivity", { $0?.stringVariantEntries?.contains { $0.0 == "title" && $0.1 == .string("Draft") } == true }),
+                "\(stacks.logs)")
+        let offer = try #require(try server.readLine(timeout: 30), "\(stacks.logs)")
         #expect(offer.contains("Continue “Draft” from Stack A") && offer.contains("continue Continue"), "\(offer)")
         _ = try stacks.a.call(UA.busName, activity, UA.activityInterface, "Invalidate")
-        let close = try #require(try server.readLine(timeout: 10))
+        let close = try #require(try server.readLine(timeout: 30))
         #expect(close.hasPrefix("CLOSE "), "\(close)")
         #expect(stacks.b.waitForDevice(onB, "CurrentActivity", { $0?.stringVariantEntries?.isEmpty == true }))
     }
@@ -108,7 +111,7 @@ struct NotificationTests {
         // daemon's messages to the server keep their order, so "Quiet" was never sent.
         try stacks.b.set("NotifyContinuable", .boolean(true))
         _ = try stacks.a.becomeCurrent(app: UA.editor, type: UA.editType, [("title", .string("Loud"))])
-        let first = try #require(try server.readLine(timeout: 10))
+        let first = try #require(try server.readLine(timeout: 30))
         #expect(first.contains("Loud"), "\(first)")
         try stacks.b.set("NotifyContinuable", .boolean(false))
         stacks.b.killHandoffd()

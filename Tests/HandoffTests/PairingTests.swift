@@ -28,8 +28,8 @@ struct PairingTests {
         _ = try stacks.a.call(HO.busName, path, HO.device, "Pair")
         #expect(try stacks.a.deviceProperties(path)["Paired"] == .boolean(true))
         #expect(stacks.b.waitForDevice(stacks.b.devicePath(of: stacks.a), "Paired", { $0 == .boolean(true) }), "\(stacks.logs)")
-        let lineA = try #require(try agentA.readLine(timeout: 10))
-        let lineB = try #require(try agentB.readLine(timeout: 10))
+        let lineA = try #require(try agentA.readLine(timeout: 30))
+        let lineB = try #require(try agentB.readLine(timeout: 30))
         let codeA = lineA.split(separator: " ").last.map(String.init) ?? ""
         let codeB = lineB.split(separator: " ").last.map(String.init) ?? ""
         #expect(codeA.count == 6 && codeA == codeB, "\(lineA) / \(lineB)")
@@ -139,13 +139,13 @@ struct PairingTests {
             }
         }
         thread.start()
-        #expect(try agentA.readLine(timeout: 10)?.hasPrefix("REQUEST ") == true)
-        #expect(try agentB.readLine(timeout: 10)?.hasPrefix("REQUEST ") == true)
+        #expect(try agentA.readLine(timeout: 30)?.hasPrefix("REQUEST ") == true)
+        #expect(try agentB.readLine(timeout: 30)?.hasPrefix("REQUEST ") == true)
         _ = try stacks.a.call(HO.busName, path, HO.device, "CancelPairing")
         #expect(waitUntil(timeout: 20) { outcome.value != nil })
         #expect(outcome.value == "org.example.UserActivity.Error.PairingRefused")
-        #expect(try agentA.readLine(timeout: 10) == "CANCEL")
-        #expect(try agentB.readLine(timeout: 10) == "CANCEL", "\(stacks.logs)")
+        #expect(try agentA.readLine(timeout: 30) == "CANCEL")
+        #expect(try agentB.readLine(timeout: 30) == "CANCEL", "\(stacks.logs)")
         #expect(try stacks.a.deviceProperties(path)["Paired"] == .boolean(false))
     }
 

@@ -247,7 +247,7 @@ final class Stack: @unchecked Sendable {
     func devicePath(of other: Stack) -> String { HO.devicePrefix + other.deviceID }
 
     /// Waits until the device object's property has the value.
-    func waitForDevice(_ path: String, _ property: String, timeout: Double = 20, _ matches: (TypedValue?) -> Bool) -> Bool {
+    func waitForDevice(_ path: String, _ property: String, timeout: Double = 30, _ matches: (TypedValue?) -> Bool) -> Bool {
         waitUntil(timeout: timeout) { matches((try? deviceProperties(path))?[property]) }
     }
 
