@@ -12,6 +12,9 @@ enum Example {
         /// Only register for continuations and serve them (how the service launches the app).
         var handleContinuationsOnly = false
         var address: String?
+        /// Open this document (at `page`) and serve continuations: the Handoff walk-through.
+        var document: String?
+        var page: Int?
     }
 
     static func run(_ options: Options) async -> Int32 {
@@ -53,6 +56,14 @@ enum Example {
             // Launched to take a continuation: no demo activities of its own, which
             // the continued one would replace while the demo still works on them.
             Output.line("handling continuations for \(appID); stop with Ctrl-C")
+            return await serveUntilDisconnected()
+        }
+
+        if let path = options.document {
+            // The person opens a document: it becomes current, and Handoff offers it to paired devices.
+            let document = try await app.perform(OpenDocument.self, with: DocumentRef(path: path, page: options.page ?? 1))
+            document.wasContinued = { by in Output.line("✓ \(document.activityType) was continued by \(by)") }
+            Output.line("✓ opened \(path), page \(options.page ?? 1): current activity \(document.objectPath ?? "?")")
             return await serveUntilDisconnected()
         }
 

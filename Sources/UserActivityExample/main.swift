@@ -8,6 +8,9 @@ import Foundation
 //   UserActivityExample --handle-continuations
 //                                  only handle continuations (the desktop entry's Exec: how
 //                                  the service launches the app to continue one of its activities)
+//   UserActivityExample --open PATH [--page N]
+//                                  open one document (the current activity, offered to paired
+//                                  devices by Handoff) and handle continuations until killed
 //   --address ADDRESS              a bus other than $DBUS_SESSION_BUS_ADDRESS
 //
 // The desktop entry desktop/share/applications/com.example.UserActivityExample.desktop
@@ -20,6 +23,20 @@ while let argument = arguments.first {
     switch argument {
     case "--serve": options.serve = true
     case "--handle-continuations": options.handleContinuationsOnly = true
+    case "--open":
+        guard let path = arguments.first, !path.isEmpty else {
+            Output.error("--open needs a document path")
+            exit(64)
+        }
+        arguments.removeFirst()
+        options.document = path
+    case "--page":
+        guard let text = arguments.first, let page = Int(text), page > 0 else {
+            Output.error("--page needs a page number (1 or more)")
+            exit(64)
+        }
+        arguments.removeFirst()
+        options.page = page
     case "--address":
         guard let address = arguments.first else {
             Output.error("--address needs a bus address")
@@ -29,11 +46,13 @@ while let argument = arguments.first {
         options.address = address
     case "-h", "--help":
         Output.line("""
-            usage: UserActivityExample [--serve | --handle-continuations] [--address ADDRESS]
+            usage: UserActivityExample [--serve | --handle-continuations | --open PATH [--page N]] [--address ADDRESS]
               Publishes com.example.UserActivityExample activities, searches them, and continues one
               into itself through the user-activity service. --serve keeps handling continuations.
               --handle-continuations only handles continuations (the desktop entry's Exec).
-              Both exit when the session bus goes away.
+              --open opens one document at a page (1 unless given): its activity is current and
+              eligible for Handoff, so a paired machine offers to continue it there.
+              All three exit when the session bus goes away.
             """)
         exit(0)
     default:
@@ -42,4 +61,8 @@ while let argument = arguments.first {
     }
 }
 
+if options.page != nil && options.document == nil {
+    Output.error("--page goes with --open PATH")
+    exit(64)
+}
 exit(await Example.run(options))
