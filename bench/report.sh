@@ -115,38 +115,45 @@ if ! HANDOFF_MEASURE=1 USERACTIVITYD_PATH="$daemon" USERACTIVITY_HANDOFFD_PATH="
 fi
 /usr/bin/python3 - "$measure_log" <<'PY'
 import re, sys
-figures, rss_kb = {}, None
+figures, rss = {}, {}
 for line in open(sys.argv[1], errors="replace"):
-    m = re.search(r"MEASURE (.+): n=(\d+) p50=([\d.]+) ms p90=([\d.]+) ms", line)
+    m = re.search(r"MEASURE (.+): n=(\d+) p50=([\d.]+) ms p90=([\d.]+) ms p99=([\d.]+) ms", line)
     if m:
-        figures[m.group(1)] = (int(m.group(2)), float(m.group(3)), float(m.group(4)))
-    m = re.search(r"MEASURE useractivity-handoffd idle VmRSS:\s*(\d+) kB", line)
+        figures[m.group(1)] = tuple([int(m.group(2))] + [float(m.group(i)) for i in (3, 4, 5)])
+    m = re.search(r"MEASURE rss (\S+): VmRSS=(\d+) kB RssAnon=(\d+) kB RssFile=(\d+) kB", line)
     if m:
-        rss_kb = int(m.group(1))
+        rss[m.group(1)] = tuple(int(m.group(i)) for i in (2, 3, 4))
 def find(prefix):
     return next((v for k, v in figures.items() if k.startswith(prefix)), None)
 ping, advert = find("local Peer.Ping"), find("advert")
 local, remote = find("ContinueActivity on the local"), find("Device.ContinueActivity")
 handshake = find("TCP + mutual TLS")
-for name, (n, p50, p90) in figures.items():
-    print("  %-86s n=%-3d p50 %7.3f ms  p90 %7.3f ms" % (name, n, p50, p90))
+for name, (n, p50, p90, p99) in figures.items():
+    print("  %-86s n=%-3d p50 %7.3f ms  p90 %7.3f ms  p99 %7.3f ms" % (name, n, p50, p90, p99))
+for name, (vm, anon, file) in rss.items():
+    print("  %-22s idle VmRSS %6.1f MiB (%5.1f MB): anonymous %5.1f MiB, file-backed %5.1f MiB" % (name, vm / 1024, vm * 1024 / 1e6, anon / 1024, file / 1024))
 def verdict(ok):
     return "PASS" if ok else "MISS"
 print()
 if ping and advert:
     print("  advert p50 ÷ local Ping p50: %.1f× (%.3f vs %.3f ms), target ≤ 3×: %s" % (advert[1] / ping[1], advert[1], ping[1], verdict(advert[1] <= 3 * ping[1])))
+    print("  advert p99 ÷ local Ping p99: %.1f× (%.3f vs %.3f ms), no target" % (advert[3] / ping[3], advert[3], ping[3]))
 else:
     print("  advert against Ping: not measured")
 if local and remote:
     print("  remote continue p50 − local p50: %+.3f ms (%.3f vs %.3f ms), target ≤ +2 ms: %s" % (remote[1] - local[1], remote[1], local[1], verdict(remote[1] <= local[1] + 2)))
+    print("  remote continue p99 − local p99: %+.3f ms (%.3f vs %.3f ms), no target" % (remote[3] - local[3], remote[3], local[3]))
 else:
     print("  remote against local continue: not measured")
 if handshake:
-    print("  TLS handshake p50: %.3f ms, target ≤ 3 ms: %s" % (handshake[1], verdict(handshake[1] <= 3)))
+    print("  TLS connect (TCP + handshake + first frame) p50: %.3f ms (p99 %.3f ms), target ≤ 3 ms: %s" % (handshake[1], handshake[3], verdict(handshake[1] <= 3)))
 else:
     print("  TLS handshake: not measured")
-if rss_kb is not None:
-    print("  useractivity-handoffd idle RSS: %.1f MiB (%.1f MB), target ≤ 12 MB: %s" % (rss_kb / 1024, rss_kb * 1024 / 1e6, verdict(rss_kb * 1024 <= 12e6)))
+handoffd = rss.get("useractivity-handoffd")
+if handoffd:
+    reference = rss.get("useractivityd")
+    against = " (useractivityd %.1f MiB: %.2f×)" % (reference[0] / 1024, handoffd[0] / reference[0]) if reference else ""
+    print("  useractivity-handoffd idle RSS: %.1f MiB (%.1f MB)%s, target ≤ 12 MB: %s" % (handoffd[0] / 1024, handoffd[0] * 1024 / 1e6, against, verdict(handoffd[0] * 1024 <= 12e6)))
 else:
     print("  useractivity-handoffd idle RSS: not measured")
 PY

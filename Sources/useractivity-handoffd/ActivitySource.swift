@@ -147,11 +147,24 @@ final class EitherLockMonitor: SessionLockMonitor {
 
 /// The local useractivityd as handoff sees it: the current activity, the
 /// privacy settings, and the calls a handoff needs.
+///
+/// The advert follows the service's signals without a round trip: the
+/// manager's properties come from `GetAll` once per service instance, then
+/// from `PropertiesChanged`; the few fields an advert needs of every live
+/// activity come from `GetManagedObjects`, `InterfacesAdded` and the
+/// activity's `PropertiesChanged`. Only signals sent by the service's unique
+/// name are read for content (anyone may address a signal to this
+/// connection); anything else, or a change the copies cannot follow, falls
+/// back to reading the properties again.
 final class ActivitySource {
     static let service = "org.example.UserActivity"
     static let managerPath = "/org/example/UserActivity"
     static let managerInterface = "org.example.UserActivity"
     static let activityInterface = "org.example.UserActivity.Activity"
+    static let activityPathPrefix = managerPath + "/activity/"
+    /// The Activity properties an advert is made of; the rest (user info, up to
+    /// 64 KiB each) is not kept.
+    static let advertFields: Set<String> = ["ActivityType", "AppId", "Title", "WebpageURL", "EligibleForHandoff"]
 
     private let bus: Connection
     private let log: Logger
@@ -162,6 +175,12 @@ final class ActivitySource {
     private var currentPath = "/"
     private var currentSince: Int64 = 0
     private var generation = 0
+    /// The service's unique name, learnt from its replies and NameOwnerChanged.
+    private var serviceOwner = ""
+    /// The manager's properties; nil until read from this service instance.
+    private var manager: [String: TypedValue]?
+    /// ``advertFields`` of each live activity, by object path.
+    private var activities: [String: [String: TypedValue]] = [:]
 
     init(bus: Connection, log: Logger, lock: SessionLockMonitor? = nil, changed: @escaping () -> Void) {
         self.bus = bus
@@ -172,6 +191,7 @@ final class ActivitySource {
 
     func start() throws {
         try bus.addMatch("type='signal',sender='\(Self.service)',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'")
+        try bus.addMatch("type='signal',sender='\(Self.service)',interface='org.freedesktop.DBus.ObjectManager'")
         try bus.addMatch("type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(Self.service)'")
         try lock.start { [weak self] in self?.recompute() }
         introduce()
@@ -179,27 +199,101 @@ final class ActivitySource {
     }
 
     /// Calls GetManagedObjects once per service instance: the service sends
-    /// the signals of activities to unconfined connections that have called it.
+    /// the signals of activities to unconfined connections that have called
+    /// it. The reply gives the activities that already exist.
     private func introduce() {
         let call = Message.methodCall(destination: Self.service, path: Self.managerPath,
                                       interface: "org.freedesktop.DBus.ObjectManager", member: "GetManagedObjects")
         call.allowsAutoStart = false
-        bus.callAsync(call, timeoutMilliseconds: 10_000) { _ in }
+        bus.callAsync(call, timeoutMilliseconds: 10_000) { [weak self] result in
+            guard let self, case .success(let reply) = result, self.learnOwner(from: reply),
+                  case .dictionary(_, _, let objects)? = (try? reply.arguments())?.first else { return }
+            // The service sends in order: this reply is newer than every signal before it.
+            var activities: [String: [String: TypedValue]] = [:]
+            for object in objects {
+                guard let path = object.key.objectPathValue, case .dictionary(_, _, let interfaces) = object.value,
+                      let properties = interfaces.first(where: { $0.key.stringValue == Self.activityInterface })?.value.stringVariantEntries
+                else { continue }
+                activities[path] = Self.advertPart(of: properties)
+            }
+            self.activities = activities
+        }
+    }
+
+    /// Takes the sender of a reply as the service's owner when none is known yet.
+    private func learnOwner(from reply: Message) -> Bool {
+        guard let sender = reply.sender, !sender.isEmpty else { return false }
+        if serviceOwner.isEmpty { serviceOwner = sender }
+        return sender == serviceOwner
+    }
+
+    private static func advertPart(of properties: [(String, TypedValue)]) -> [String: TypedValue] {
+        var kept: [String: TypedValue] = [:]
+        for (name, value) in properties where advertFields.contains(name) { kept[name] = value }
+        return kept
     }
 
     /// Sees every message of the session bus first; never consumes it.
     func handle(_ message: Message) -> Bool {
         if lock.handle(message) { return true }
-        guard message.kind == .signal else { return false }
+        guard message.kind == .signal, let path = message.path else { return false }
         if message.member == "NameOwnerChanged" && message.interface == "org.freedesktop.DBus",
-           (try? message.arguments())?.first?.stringValue == Self.service {
+           message.sender == "org.freedesktop.DBus", let arguments = try? message.arguments(),
+           arguments.count == 3, arguments[0].stringValue == Self.service {
+            serviceOwner = arguments[2].stringValue ?? ""
+            manager = nil
+            activities = [:]
             introduce()
             refresh()
             return false
         }
-        guard message.member == "PropertiesChanged", message.interface == "org.freedesktop.DBus.Properties" else { return false }
-        if message.path == Self.managerPath || (currentPath != "/" && message.path == currentPath) { refresh() }
+        let fromService = !serviceOwner.isEmpty && message.sender == serviceOwner
+        switch (message.interface, message.member) {
+        case ("org.freedesktop.DBus.ObjectManager", "InterfacesAdded"?) where fromService:
+            guard let arguments = try? message.arguments(), arguments.count == 2, let added = arguments[0].objectPathValue,
+                  case .dictionary(_, _, let interfaces) = arguments[1],
+                  let properties = interfaces.first(where: { $0.key.stringValue == Self.activityInterface })?.value.stringVariantEntries
+            else { return false }
+            activities[added] = Self.advertPart(of: properties)
+        case ("org.freedesktop.DBus.ObjectManager", "InterfacesRemoved"?) where fromService:
+            if let removed = (try? message.arguments())?.first?.objectPathValue { activities[removed] = nil }
+        case ("org.freedesktop.DBus.Properties", "PropertiesChanged"?):
+            if path == Self.managerPath {
+                guard fromService, let changes = Self.changes(in: message), var next = manager else { refresh(); break }
+                for (name, value) in changes { next[name] = value }
+                manager = next
+                follow(next)
+            } else if path.hasPrefix(Self.activityPathPrefix) {
+                let changes = fromService ? Self.changes(in: message) : nil
+                if let changes, var known = activities[path] {
+                    for (name, value) in changes where Self.advertFields.contains(name) { known[name] = value }
+                    activities[path] = known
+                    if path == currentPath, let manager { follow(manager) }
+                } else if path == currentPath {
+                    refresh()
+                }
+            }
+        default: break
+        }
         return false
+    }
+
+    /// The changed properties of a PropertiesChanged; nil when it invalidates some (their values are not in it).
+    private static func changes(in message: Message) -> [(String, TypedValue)]? {
+        guard let arguments = try? message.arguments(), arguments.count == 3, let changed = arguments[1].stringVariantEntries,
+              case .array(_, let invalidated) = arguments[2], invalidated.isEmpty
+        else { return nil }
+        return changed
+    }
+
+    /// Applies the manager's properties and the current activity's copy at
+    /// once, or reads the activity when no copy is known.
+    private func follow(_ manager: [String: TypedValue]) {
+        generation += 1
+        let path = manager["CurrentActivity"]?.objectPathValue ?? "/"
+        if path == "/" { return apply(path: "/", properties: [:], manager: manager) }
+        if let known = activities[path] { return apply(path: path, properties: known, manager: manager) }
+        readActivity(path, manager: manager, generation: generation)
     }
 
     private func recompute() {
@@ -220,20 +314,30 @@ final class ActivitySource {
         bus.callAsync(call, timeoutMilliseconds: 10_000) { [weak self] result in
             guard let self, mine == self.generation else { return }
             guard case .success(let reply) = result, let entries = (try? reply.arguments())?.first?.stringVariantEntries else {
+                self.manager = nil
                 self.apply(path: "/", properties: [:], manager: [:])
                 return
             }
             let manager = Dictionary(entries, uniquingKeysWith: { $1 })
+            self.manager = self.learnOwner(from: reply) ? manager : nil
             let path = manager["CurrentActivity"]?.objectPathValue ?? "/"
             guard path != "/" else { return self.apply(path: "/", properties: [:], manager: manager) }
-            let read = try? Message.methodCall(destination: Self.service, path: path, interface: "org.freedesktop.DBus.Properties",
-                                               member: "GetAll", arguments: [.string(Self.activityInterface)])
-            guard let read else { return }
-            self.bus.callAsync(read, timeoutMilliseconds: 10_000) { [weak self] result in
-                guard let self, mine == self.generation else { return }
-                let properties = (try? result.get().arguments().first?.stringVariantEntries).flatMap { $0 } ?? []
-                self.apply(path: path, properties: Dictionary(properties, uniquingKeysWith: { $1 }), manager: manager)
+            self.readActivity(path, manager: manager, generation: mine)
+        }
+    }
+
+    private func readActivity(_ path: String, manager: [String: TypedValue], generation mine: Int) {
+        let read = try? Message.methodCall(destination: Self.service, path: path, interface: "org.freedesktop.DBus.Properties",
+                                           member: "GetAll", arguments: [.string(Self.activityInterface)])
+        guard let read else { return }
+        read.allowsAutoStart = false
+        bus.callAsync(read, timeoutMilliseconds: 10_000) { [weak self] result in
+            guard let self, mine == self.generation else { return }
+            let properties = (try? result.get().arguments().first?.stringVariantEntries).flatMap { $0 } ?? []
+            if !properties.isEmpty, case .success(let reply) = result, reply.sender == self.serviceOwner {
+                self.activities[path] = Self.advertPart(of: properties)
             }
+            self.apply(path: path, properties: Dictionary(properties, uniquingKeysWith: { $1 }), manager: manager)
         }
     }
 

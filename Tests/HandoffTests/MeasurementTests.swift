@@ -9,9 +9,12 @@ import Glibc
 #endif
 
 /// Figures for the report, not a benchmark gate: run with
-/// `HANDOFF_MEASURE=1 swift test --filter MeasurementTests` (a release build
-/// gives the numbers to quote). Each figure must still come out, so a
-/// broken path fails the run.
+/// `HANDOFF_MEASURE=1 swift test --filter MeasurementTests` (bench/report.sh
+/// runs it against the packaged release daemons). Each figure comes with its
+/// baseline from the same run: a local Ping to handoffd, interleaved with the
+/// adverts, for the latencies; useractivityd and dbus-daemon of the same
+/// stack for the resident size. Each figure must still come out, so a broken
+/// path fails the run.
 @Suite("Handoff measurements", .serialized, .enabled(if: ProcessInfo.processInfo.environment["HANDOFF_MEASURE"] == "1"))
 struct MeasurementTests {
     static let apps: [(id: String, types: [String])] = [(UA.editor, [UA.editType])]
@@ -28,21 +31,36 @@ struct MeasurementTests {
     }
 
     func report(_ name: String, _ values: [Double]) {
-        print(String(format: "MEASURE %@: n=%d p50=%.3f ms p90=%.3f ms", name, values.count, percentile(values, 0.5), percentile(values, 0.9)))
+        print(String(format: "MEASURE %@: n=%d p50=%.3f ms p90=%.3f ms p99=%.3f ms", name, values.count,
+                     percentile(values, 0.5), percentile(values, 0.9), percentile(values, 0.99)))
+    }
+
+    /// VmRSS, RssAnon and RssFile of a process, in kB, as one MEASURE line.
+    func reportMemory(_ name: String, pid: pid_t) {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else {
+            Issue.record("no /proc/\(pid)/status for \(name)")
+            return
+        }
+        func field(_ key: String) -> String {
+            status.split(separator: "\n").first { $0.hasPrefix(key + ":") }?.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first
+                .map(String.init) ?? "?"
+        }
+        print("MEASURE rss \(name): VmRSS=\(field("VmRSS")) kB RssAnon=\(field("RssAnon")) kB RssFile=\(field("RssFile")) kB")
     }
 
     @Test func figures() throws {
         let stacks = try TwoStacks(appsA: Self.apps, appsB: Self.apps)
         let (_, onB) = try stacks.pair()
 
-        // Local Ping round trip to handoffd (answered by libdbus in the daemon).
-        var pings: [Double] = []
-        for _ in 0..<200 {
+        // Local Ping round trip to handoffd (answered by libdbus in the daemon),
+        // timed once before each advert so both see the same load.
+        func ping() throws -> Double {
             let start = now()
             _ = try stacks.a.call(HO.busName, HO.managerPath, "org.freedesktop.DBus.Peer", "Ping")
-            pings.append(now() - start)
+            return now() - start
         }
-        report("local Peer.Ping to useractivity-handoffd", pings)
+        for _ in 0..<50 { _ = try ping() }
+        var pings: [Double] = []
 
         // Advert latency: BecomeCurrent on A until B's device emits the new CurrentActivity.
         let watcher = try Connection.bus(address: stacks.b.bus.address)
@@ -58,7 +76,8 @@ struct MeasurementTests {
             return false
         }
         var adverts: [Double] = []
-        for index in 0..<50 {
+        for index in 0..<200 {
+            pings.append(try ping())
             let title = "advert \(index)"
             let start = now()
             _ = try stacks.a.becomeCurrent(app: UA.editor, type: UA.editType, [("title", .string(title))])
@@ -69,6 +88,7 @@ struct MeasurementTests {
             #expect(seen, "\(stacks.logs)")
             adverts.append(now() - start)
         }
+        report("local Peer.Ping to useractivity-handoffd", pings)
         report("advert: BecomeCurrent on A → CurrentActivity on B", adverts)
 
         // Continue: local ContinueActivity on A vs Device.ContinueActivity on B, each into a registered handler.
@@ -78,7 +98,7 @@ struct MeasurementTests {
         let empty = TypedValue.dictionary(keyType: "s", valueType: "v", [])
         var local: [Double] = []
         var remote: [Double] = []
-        for _ in 0..<30 {
+        for _ in 0..<60 {
             var start = now()
             _ = try stacks.a.call(UA.busName, UA.managerPath, UA.managerInterface, "ContinueActivity", [
                 .string(UA.editType), .dictionary(keyType: "s", valueType: "v", [
@@ -127,12 +147,13 @@ struct MeasurementTests {
         #expect(handshakes.count == 30, "\(timing.stderr)")
         if !handshakes.isEmpty { report("TCP + mutual TLS 1.3 handshake + first frame (Python client)", handshakes) }
 
-        // Idle resident size of the daemon.
-        Thread.sleep(forTimeInterval: 1)
-        if let pid = stacks.a.handoffd?.pid,
-           let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-           let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) {
-            print("MEASURE useractivity-handoffd idle \(line)")
-        }
+        // Idle resident size of handoffd (enabled, paired, one link up, after
+        // the work above), against useractivityd and dbus-daemon of the same stack.
+        Thread.sleep(forTimeInterval: 2)
+        let handoffd = try #require(stacks.a.handoffd?.pid)
+        reportMemory("useractivity-handoffd", pid: handoffd)
+        let useractivityd = try #require(stacks.a.client.callBus("GetConnectionUnixProcessID", [.string(UA.busName)]).first?.uint32Value)
+        reportMemory("useractivityd", pid: pid_t(useractivityd))
+        reportMemory("dbus-daemon", pid: stacks.a.bus.pid)
     }
 }
