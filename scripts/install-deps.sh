@@ -10,7 +10,9 @@ packages=(libdbus-1-dev libglib2.0-dev libsqlite3-dev dbus-daemon dbus-bin libgl
   # The discovery tests: two network namespaces, each with its own system bus and Avahi.
   avahi-daemon avahi-utils iproute2 util-linux
   # Tests/ExampleAppTests: the example apps in C (gdbus-codegen, in libglib2.0-dev-bin), GJS and C++ with Qt 5.
-  libglib2.0-dev-bin make gcc g++ gjs qtbase5-dev qtbase5-dev-tools)
+  libglib2.0-dev-bin make gcc g++ gjs qtbase5-dev qtbase5-dev-tools
+  # scripts/build-pidfd-bus.sh: a dbus-daemon that offers ProcessFD, built from dbus 1.16's source.
+  curl xz-utils meson ninja-build libexpat1-dev)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -26,14 +26,16 @@ final class ServiceHarness: @unchecked Sendable {
     ///   - stateDirectory, configDirectory: where saved activities and settings live (nil: memory only).
     ///   - clock: the service's wall clock (Unix µs).
     ///   - identityLookupFault: the service's ``ServiceConfiguration/identityLookupFault``.
+    ///   - daemonPath: the bus's `dbus-daemon` (``PrivateBus/defaultDaemonPath``).
     init(confinedAs flatpakApp: String? = nil, stateDirectory: String? = nil, configDirectory: String? = nil,
          clock: (@Sendable () -> Int64)? = nil,
-         identityLookupFault: (@Sendable (String) -> DBusFailure?)? = nil) throws {
+         identityLookupFault: (@Sendable (String) -> DBusFailure?)? = nil,
+         daemonPath: String = PrivateBus.defaultDaemonPath) throws {
         session = try SessionEnvironment()
         try session.writeDesktopEntry(appID: Self.editor, types: ["com.example.Editor.edit-document", "com.example.Editor.view"])
         try session.writeDesktopEntry(appID: Self.viewer, types: ["com.example.Viewer.view"])
         try session.writeDesktopEntry(appID: Self.sandboxed, types: ["com.example.Sandboxed.play"])
-        bus = try PrivateBus(environment: session)
+        bus = try PrivateBus(environment: session, daemonPath: daemonPath)
         procRoot = try TemporaryDirectory(prefix: "uap-")
         if let flatpakApp {
             // Our own PID appears sandboxed: /proc/<pid>/root/.flatpak-info names the app.

@@ -10,6 +10,8 @@ public enum PrivateBusError: Error, CustomStringConvertible, Sendable {
     case startFailed(reason: String, daemonLog: String)
     /// A helper command against the bus failed.
     case commandFailed(CommandResult)
+    /// No `dbus-daemon` that offers `ProcessFD` was found.
+    case processFDDaemonMissing(String)
 
     public var description: String {
         switch self {
@@ -17,6 +19,8 @@ public enum PrivateBusError: Error, CustomStringConvertible, Sendable {
             return "dbus-daemon did not start: \(reason)\n--- dbus-daemon output ---\n\(log)"
         case let .commandFailed(result):
             return "bus command failed: \(result)"
+        case let .processFDDaemonMissing(why):
+            return why
         }
     }
 }
@@ -56,11 +60,16 @@ public final class PrivateBus: @unchecked Sendable {
     ///     becomes the daemon's.
     ///   - serviceStartTimeout: Seconds the daemon waits for an activated
     ///     service to take its name (below `gdbus`'s 25 s call timeout).
-    ///   - daemonPath: The `dbus-daemon` executable.
+    ///   - daemonPath: The `dbus-daemon` executable: ``defaultDaemonPath``
+    ///     unless given, ``processFDDaemon()`` for one that offers `ProcessFD`.
+    ///   - launcher: A command the daemon runs under (its arguments follow),
+    ///     for example `unshare --pid --fork --mount-proc` to give the bus and
+    ///     every service it activates a PID namespace of their own.
     public init(
         environment: SessionEnvironment,
         serviceStartTimeout: Double = 20,
-        daemonPath: String = "dbus-daemon"
+        daemonPath: String = PrivateBus.defaultDaemonPath,
+        launcher: [String] = []
     ) throws {
         session = environment
         directory = try TemporaryDirectory(prefix: "uab-", base: TemporaryDirectory.defaultBase(maxLength: 40))
@@ -71,9 +80,10 @@ public final class PrivateBus: @unchecked Sendable {
             socketDirectory: socketDirectory, servicesDirectory: servicesDirectory,
             serviceStartTimeoutMilliseconds: Int(serviceStartTimeout * 1000)))
 
+        let daemonArguments = ["--nofork", "--nopidfile", "--print-address=1", "--config-file=\(configPath)"]
         process = try ChildProcess(
-            executable: daemonPath,
-            arguments: ["--nofork", "--nopidfile", "--print-address=1", "--config-file=\(configPath)"],
+            executable: launcher.first ?? daemonPath,
+            arguments: launcher.isEmpty ? daemonArguments : Array(launcher.dropFirst()) + [daemonPath] + daemonArguments,
             environment: environment.environment,
             stdout: .capture, stderr: .capture,
             workingDirectory: environment.root,
@@ -94,6 +104,36 @@ public final class PrivateBus: @unchecked Sendable {
                 daemonLog: process.stderrText)
         }
         address = line
+    }
+
+    /// The `dbus-daemon` buses start with: `$USERACTIVITY_TEST_DBUS_DAEMON`
+    /// when set (to run suites against another bus, such as the one
+    /// `scripts/build-pidfd-bus.sh` builds), else the system's.
+    public static var defaultDaemonPath: String {
+        let chosen = ProcessInfo.processInfo.environment["USERACTIVITY_TEST_DBUS_DAEMON"] ?? ""
+        return chosen.isEmpty ? "dbus-daemon" : chosen
+    }
+
+    /// Whether a missing ``processFDDaemon()`` fails the tests that need it
+    /// instead of skipping them (`USERACTIVITY_REQUIRE_PIDFD_BUS=1`, set by CI).
+    public static var processFDDaemonRequired: Bool {
+        ProcessInfo.processInfo.environment["USERACTIVITY_REQUIRE_PIDFD_BUS"] == "1"
+    }
+
+    /// A `dbus-daemon` that offers `ProcessFD` in `GetConnectionCredentials`
+    /// (the system's does not on Debian 12): `$USERACTIVITY_PIDFD_DBUS_DAEMON`,
+    /// else `.build-pidfd-bus/bin/dbus-daemon` in the repository, where
+    /// `scripts/build-pidfd-bus.sh` builds one.
+    ///
+    /// - Returns: Its path, or why there is none.
+    public static func processFDDaemon(filePath: String = #filePath) -> Result<String, PrivateBusError> {
+        let configured = ProcessInfo.processInfo.environment["USERACTIVITY_PIDFD_DBUS_DAEMON"] ?? ""
+        let path = configured.isEmpty ? repositoryRoot(filePath: filePath) + "/.build-pidfd-bus/bin/dbus-daemon" : configured
+        guard access(path, X_OK) == 0 else {
+            return .failure(.processFDDaemonMissing(
+                "no dbus-daemon offering ProcessFD at \(path): run scripts/build-pidfd-bus.sh (or set USERACTIVITY_PIDFD_DBUS_DAEMON)"))
+        }
+        return .success(path)
     }
 
     /// Starts a bus with a fresh ``SessionEnvironment``.
