@@ -163,6 +163,7 @@ final class HandoffDaemon {
         try activitySource?.start()
         notifier = Notifier(bus: bus, log: log)
         try notifier?.start()
+        startDiscovery(systemBusAddress: systemAddress)
         if state.enabled {
             do { try enable() } catch {
                 log.error("cannot enable handoff: \(error)")
