@@ -42,8 +42,10 @@ final class AvahiPublisher: DiscoveryPublisher {
             published = (port, base)
             avahi.start(port: port, txt: base)
         }
-        // Avahi reports an instance once: those seen while handoff was off are dialed now.
-        for found in sightings.values { daemon?.peerFound(found) }
+        // Avahi reports an instance once, so what it said is weighed again
+        // whenever this device changes: dialed now that handoff is on, or
+        // dropped now that this device stopped being discoverable.
+        for found in sightings.values { consider(found) }
     }
 
     func withdraw() {
@@ -68,12 +70,15 @@ final class AvahiPublisher: DiscoveryPublisher {
     }
 
     private func found(_ service: AvahiDiscovery.Service) {
-        guard let daemon else { return }
         let found = DiscoveryDecision.Found(host: service.address, port: service.port, txt: service.txt)
         guard let id = found.deviceID else { return }
         instances[service.instance] = id
         sightings[service.instance] = found
-        guard daemon.state.enabled, daemon.service != nil else { return }
+        consider(found)
+    }
+
+    private func consider(_ found: DiscoveryDecision.Found) {
+        guard let daemon, let id = found.deviceID, daemon.state.enabled, daemon.service != nil else { return }
         if found.isDiscoverable {
             daemon.peerFound(found)
         } else {

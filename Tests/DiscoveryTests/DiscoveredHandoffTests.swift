@@ -25,7 +25,7 @@ struct DiscoveredHandoffTests {
         activity?.stringVariantEntries?.first { $0.0 == "title" }?.1.stringValue
     }
 
-    @Test("Both discoverable: each device appears on the other through Avahi, they pair, A's current activity shows on B and continues into B's handler, A hears Continued; after both daemons restart on new ports they reconnect through discovery",
+    @Test("Both discoverable: each device appears on the other through Avahi (and goes while neither is discoverable), they pair, A's current activity shows on B and continues into B's handler, A hears Continued; after both daemons restart on new ports they reconnect through discovery",
           .enabled(if: TwoDesktopLink.skipReason == nil, "\(TwoDesktopLink.skipReason ?? "")"),
           .timeLimit(.minutes(4)))
     func discoverPairContinueAndReconnect() throws {
@@ -55,6 +55,14 @@ struct DiscoveredHandoffTests {
         let addressOfB = try a.deviceProperties(onA)["Address"]?.stringValue ?? ""
         #expect(addressOfB.hasPrefix(link.desktops[1].address + ":"), "\(addressOfB)")
         #expect(try a.deviceProperties(onA)["Paired"] == .boolean(false))
+
+        // Unpaired devices are listed only while they are discoverable: off on both, gone on both; on again, back.
+        for stack in [a, b] { try stack.set("Discoverable", .boolean(false)) }
+        #expect(waitUntil(timeout: 30) { (try? a.devicePaths().contains(onA)) == false }, "\(logs())")
+        #expect(waitUntil(timeout: 30) { (try? b.devicePaths().contains(onB)) == false }, "\(logs())")
+        for stack in [a, b] { try stack.set("Discoverable", .boolean(true)) }
+        #expect(a.waitForDevice(onA, "Reachable", timeout: 60, { $0 == .boolean(true) }), "\(logs())")
+        #expect(b.waitForDevice(onB, "Reachable", timeout: 60, { $0 == .boolean(true) }), "\(logs())")
 
         _ = try a.call(HO.busName, onA, HO.device, "Pair")
         #expect(b.waitForDevice(onB, "Paired", { $0 == .boolean(true) }), "\(logs())")
