@@ -67,9 +67,10 @@ let package = Package(
         // no SQLite; SHA-256 comes from GnuTLS, which handoffd links anyway.
         .target(name: "HandoffCore", dependencies: ["TypedValues", "CGnuTLS"]),
         // The network-facing daemon: GIO TLS sockets on the GLib loop, GnuTLS
-        // for its key, D-Bus objects of org.example.UserActivity.Handoff.
+        // for its key, D-Bus objects of org.example.UserActivity.Handoff,
+        // Avahi (HandoffDiscovery) to find and be found.
         .executableTarget(name: "useractivity-handoffd", dependencies: [
-            "HandoffCore", "CGnuTLS", "CGLib", "DBusKit", "GLibSupport", "TypedValues", "UserActivityCore",
+            "HandoffCore", "HandoffDiscovery", "CGnuTLS", "CGLib", "DBusKit", "GLibSupport", "TypedValues", "UserActivityCore",
             "UserActivityInterfaces",
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -98,7 +99,7 @@ let package = Package(
         .testTarget(name: "SearchProviderTests", dependencies: ["TestSupport", "DBusKit", "TypedValues"]),
         // Real sandboxes: bwrap + xdg-dbus-proxy (Flatpak) and snap cgroups, around the built daemon.
         .testTarget(name: "SandboxTests", dependencies: ["TestSupport"]),
-        .testTarget(name: "DiscoveryTests", dependencies: ["TestSupport", "HandoffDiscovery", "TypedValues"]),
+        .testTarget(name: "DiscoveryTests", dependencies: ["TestSupport", "HandoffDiscovery", "TypedValues", "DBusKit"]),
         .testTarget(name: "HardeningTests", dependencies: ["TestSupport", "DBusKit", "TypedValues", "UserActivityCore", "UserActivityService", "UserActivityInterfaces", "GLibSupport", "ActivityStore", "UserActivity"]),
         .testTarget(name: "HandoffCoreTests", dependencies: ["HandoffCore", "TypedValues"]),
         .testTarget(name: "HandoffTests", dependencies: ["TestSupport", "DBusKit", "TypedValues"]),

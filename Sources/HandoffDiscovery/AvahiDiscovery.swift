@@ -122,6 +122,8 @@ public final class AvahiDiscovery {
 
     // Publication (intent, and what Avahi holds).
     private var publication: (port: UInt16, txt: [String: String])?
+    /// ``setDiscoverable(_:name:)`` came while the entry group was busy.
+    private var txtOutdated = false
     private var discoverableName: String?
     private var randomName = true
     private var groupPath: String?
@@ -203,7 +205,13 @@ public final class AvahiDiscovery {
     /// running publication at once, and on every later one.
     public func setDiscoverable(_ discoverable: Bool, name: String?) {
         discoverableName = discoverable ? (name ?? "") : nil
-        guard let path = groupPath, let owner = avahiOwner, let publication, let instanceName, !groupBusy else { return }
+        if groupBusy {
+            // A commit or reset is under way and may carry the old record: update once it is done.
+            txtOutdated = true
+            return
+        }
+        txtOutdated = false
+        guard let path = groupPath, let owner = avahiOwner, let publication, let instanceName else { return }
         call(owner, path, Self.groupInterface, "UpdateServiceTxt", [
             .int32(Self.unspecified), .int32(Self.unspecified), .uint32(0), .string(instanceName), .string(type),
             .string(""), txtRecord(publication.txt),
@@ -422,7 +430,11 @@ public final class AvahiDiscovery {
             guard let self else { return }
             switch result {
             case .success:
-                self.call(owner, group, Self.groupInterface, "Commit", []) { [weak self] _ in self?.groupBusy = false }
+                self.call(owner, group, Self.groupInterface, "Commit", []) { [weak self] _ in
+                    guard let self else { return }
+                    self.groupBusy = false
+                    if self.txtOutdated { self.setDiscoverable(self.discoverableName != nil, name: self.discoverableName) }
+                }
             case .failure(let failure):
                 self.groupBusy = false
                 if failure.name == "org.freedesktop.Avahi.CollisionError" {

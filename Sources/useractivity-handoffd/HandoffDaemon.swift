@@ -163,6 +163,7 @@ final class HandoffDaemon {
         try activitySource?.start()
         notifier = Notifier(bus: bus, log: log)
         try notifier?.start()
+        startDiscovery(systemBusAddress: systemAddress)
         if state.enabled {
             do { try enable() } catch {
                 log.error("cannot enable handoff: \(error)")
@@ -215,7 +216,7 @@ final class HandoffDaemon {
               !links.contains(where: { $0.address == address && !$0.isClosed })
         else { return }
         if let id = found.deviceID, let device = devices[id], device.paired { device.address = address }
-        dial(address)
+        dial(address)?.foundByDiscovery = true
     }
 
     func disable() {
@@ -269,10 +270,12 @@ final class HandoffDaemon {
         return link
     }
 
-    func dial(_ address: String) {
-        guard let client = socketClient, let certificate else { return }
+    @discardableResult
+    func dial(_ address: String) -> PeerLink? {
+        guard let client = socketClient, let certificate else { return nil }
         let link = makeLink(role: .client, address: address)
         link.connect(client: client.as(GSocketClient.self), certificate: certificate)
+        return link
     }
 
     /// The pin policy in the handshake: a paired key always; an unknown key
@@ -387,7 +390,7 @@ final class HandoffDaemon {
             emitDeviceChanged(device, ["Name", "Address", "Reachable"])
         }
         // Paired devices and those added with AddPeer are kept across restarts.
-        if device.paired || link.role == .client { persistDevice(device) }
+        if device.paired || (link.role == .client && !link.foundByDiscovery) { persistDevice(device) }
         if let index = pendingAddPeer.firstIndex(where: { $0.link === link }) {
             let call = pendingAddPeer.remove(at: index).call
             persistDevice(device)

@@ -21,6 +21,8 @@ final class PeerLink {
     private(set) var channelBinding: [UInt8] = []
     /// The peer's hello arrived: the link is up.
     var helloReceived = false
+    /// Dialed because DNS-SD announced the device, not because a person added its address.
+    var foundByDiscovery = false
     /// Its key is pinned: all frames allowed, larger frames.
     var isPaired = false {
         didSet { reader.limit = isPaired ? FrameCodec.pairedLimit : FrameCodec.unpairedLimit }

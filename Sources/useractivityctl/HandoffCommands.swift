@@ -223,7 +223,12 @@ struct HandoffDiscoverable: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "discoverable",
         abstract: "Show, or turn on or off, whether this device announces its name and accepts pairing.",
-        discussion: "It turns itself off after DiscoverableTimeout seconds (default 120).")
+        discussion: """
+        While on, this device's name is announced on the local network (DNS-SD through Avahi), other \
+        discoverable devices nearby appear in `useractivityctl handoff devices`, and pairing requests are \
+        accepted. It turns itself off after DiscoverableTimeout seconds (default 120). Where mDNS is \
+        blocked, add the other device with `useractivityctl handoff add-peer HOST:PORT`.
+        """)
 
     @Argument(help: ArgumentHelp("on or off; without it, print the current value.", valueName: "on|off"))
     var value: String?

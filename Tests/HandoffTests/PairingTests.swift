@@ -18,6 +18,9 @@ struct PairingTests {
         #expect(onA["Paired"] == .boolean(false))
         #expect(stacks.b.waitForDevice(stacks.b.devicePath(of: stacks.a), "Name", { $0 == .string("Stack A") }), "\(stacks.logs)")
         #expect(stacks.a.deviceID.count == 64)
+        // No system bus here, so no Avahi: one line says so, and AddPeer (above) is the way in.
+        let lines = stacks.a.handoffLog.split(separator: "\n").filter { $0.contains("discovery is off") }
+        #expect(lines.count == 1 && lines.first?.contains("AddPeer") == true, "\(stacks.logs)")
     }
 
     @Test func pairsWhenBothAgentsConfirmTheSameCode() throws {
