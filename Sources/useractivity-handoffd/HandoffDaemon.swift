@@ -216,6 +216,7 @@ final class HandoffDaemon {
               !links.contains(where: { $0.address == address && !$0.isClosed })
         else { return }
         if let id = found.deviceID, let device = devices[id], device.paired { device.address = address }
+        log.info("dialing \(address), found through discovery")
         dial(address)?.foundByDiscovery = true
     }
 

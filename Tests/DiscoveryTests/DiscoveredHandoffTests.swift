@@ -109,8 +109,10 @@ struct DiscoveredHandoffTests {
         #expect(b.waitForDevice(onB, "Reachable", timeout: 60, { $0 == .boolean(true) }), "\(logs())")
         #expect(try a.deviceProperties(onA)["Paired"] == .boolean(true))
         let newAddressOfA = try b.deviceProperties(onB)["Address"]?.stringValue ?? ""
-        #expect(newAddressOfA.hasPrefix(link.desktops[0].address + ":") && newAddressOfA != oldAddressOfA,
-                "\(oldAddressOfA) → \(newAddressOfA)")
+        // The kernel picks the new ports, and may by chance hand back the old
+        // one: the log line, not the address, shows that discovery dialed.
+        #expect(newAddressOfA.hasPrefix(link.desktops[0].address + ":"), "\(oldAddressOfA) → \(newAddressOfA)")
         #expect(a.handoffLog.contains("through Avahi"), "\(logs())")
+        #expect(a.handoffLog.contains("found through discovery") || b.handoffLog.contains("found through discovery"), "\(logs())")
     }
 }
