@@ -16,7 +16,7 @@
 # Variables (environment or VAR=value arguments; arguments win):
 #   DESTDIR             staging root prepended to every path (default: empty)
 #   PREFIX              /usr/local
-#   BINDIR              $PREFIX/bin                   useractivityctl
+#   BINDIR              $PREFIX/bin                   useractivityctl, useractivity-example
 #   LIBEXECDIR          $PREFIX/libexec               useractivityd
 #   DATADIR             $PREFIX/share
 #   MANDIR              $DATADIR/man
@@ -113,6 +113,13 @@ else
   note "SKIPPING useractivity-handoffd: Sources/useractivity-handoffd is not in this tree (no Handoff daemon, activation file or unit)"
 fi
 
+# The UserActivity library's example app, installed as useractivity-example
+# with its desktop entry: what the Handoff walk-through opens on one machine
+# and the service launches on the other.
+if [ -d Sources/UserActivityExample ]; then
+  products+=(UserActivityExample)
+fi
+
 # Release build with the Swift runtime linked in: the package then needs only
 # the system's libdbus, GLib, SQLite and C/C++ runtime. Full RELRO, no
 # $ORIGIN runpath (nothing is loaded from next to the binary). lld with packed
@@ -200,6 +207,17 @@ if [[ " ${products[*]} " == *" useractivity-handoffd "* ]]; then
     packaging/systemd/useractivity-handoff.service > "$work/useractivity-handoff.service"
   install_file 0644 "$work/useractivity-handoff.service" "$SYSTEMDUSERUNITDIR"
   optional_file 0644 dbus/org.example.UserActivity.Handoff.xml "$DBUSINTERFACEDIR"
+fi
+
+# The example app, under a command name that follows the platform's
+# conventions; its desktop entry's Exec= names it by its installed path.
+if [[ " ${products[*]} " == *" UserActivityExample "* ]]; then
+  install_file 0755 "$bin_path/UserActivityExample" "$BINDIR" useractivity-example
+  sed "s|^Exec=UserActivityExample |Exec=$BINDIR/useractivity-example |" \
+    desktop/share/applications/com.example.UserActivityExample.desktop > "$work/com.example.UserActivityExample.desktop"
+  grep -qx "Exec=$BINDIR/useractivity-example --handle-continuations" "$work/com.example.UserActivityExample.desktop" || {
+    note "desktop/share/applications/com.example.UserActivityExample.desktop: Exec= is not 'UserActivityExample --handle-continuations'"; exit 1; }
+  install_file 0644 "$work/com.example.UserActivityExample.desktop" "$APPLICATIONSDIR"
 fi
 
 # Desktop integration: the hidden desktop entry that the GNOME Shell search

@@ -229,6 +229,22 @@ found="$(as_user gdbus call --session --dest org.example.UserActivity --object-p
 [ -f "$home/.local/state/useractivity/activities.sqlite3" ] || fail "no store in the user's \$XDG_STATE_HOME/useractivity"
 pass "Donate and Search work; the store is in the user's \$XDG_STATE_HOME/useractivity"
 
+# Continuing an activity of the example app: the daemon launches the
+# installed useractivity-example from its desktop entry, which takes it.
+continued_by="$(as_user gdbus call --session --dest org.example.UserActivity --object-path /org/example/UserActivity \
+  --method org.example.UserActivity.ContinueActivity com.example.UserActivityExample.open-document \
+  "{'title': <'Open Smoke.odt'>, 'user-info': <{'path': <'/tmp/Smoke.odt'>, 'page': <int64 3>}>}" \
+  "{'target-app-id': <'com.example.UserActivityExample'>}")" ||
+  fail "ContinueActivity of an example activity failed ($continued_by)"
+[[ "$continued_by" == *"com.example.UserActivityExample"* ]] || fail "the example app did not take the continuation ($continued_by)"
+for _ in $(seq 200); do
+  grep -qs "open-document: /tmp/Smoke.odt, page 3 (continued" "$work/bus.log" "$work/bus-address" && break
+  sleep 0.1
+done
+grep -qs "open-document: /tmp/Smoke.odt, page 3 (continued" "$work/bus.log" "$work/bus-address" ||
+  { tail -n 20 "$work/bus.log" >&2; fail "the launched useractivity-example did not open the document"; }
+pass "continuing an example activity launched the installed useractivity-example, which opened the document at its page"
+
 kill "$bus_pid"; wait "$bus_pid" 2>/dev/null || true; bus_pid=""
 for _ in $(seq 100); do [ -d "/proc/$pid" ] || break; sleep 0.05; done
 if [ -d "/proc/$pid" ]; then kill "$pid" 2>/dev/null || true; fail "the daemon did not exit when its bus went away"; fi
