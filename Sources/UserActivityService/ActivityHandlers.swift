@@ -33,7 +33,7 @@ extension UserActivityService {
 
     /// Applies a patch, saves what must be saved, replies, then emits.
     private func apply(_ patch: ActivityPatch, to activity: LiveActivity, _ invocation: Invocation) throws {
-        let events = try registry.update(activity.id, with: patch, now: configuration.clock())
+        let events = try registry.update(activity.id, with: patch, now: scheduler.now)
         try persist(events)
         invocation.reply()
         emit(events)
@@ -59,7 +59,7 @@ extension UserActivityService {
 
     func becomeCurrent(_ invocation: Invocation) {
         asOwner(invocation) { [unowned self] activity in
-            let events = try registry.becomeCurrent(activity.id, now: configuration.clock())
+            let events = try registry.becomeCurrent(activity.id, now: scheduler.now)
             try persist(events)
             invocation.reply()
             emit(events)

@@ -21,7 +21,7 @@ extension UserActivityService {
             if let claim = patch.appIDClaim { try ReverseDNSName.validate(claim, as: "app-id") }
             try ReverseDNSName.validate(type, as: "activity type")
             let app = try identity.actingApp(claim: patch.appIDClaim, catalog: catalog)
-            let now = configuration.clock()
+            let now = scheduler.now
             let (activity, created) = try registry.create(type: type, properties: patch, app: app,
                                                           connection: invocation.sender,
                                                           confinedApp: identity.isConfined ? identity.process.appID ?? "" : nil,
@@ -66,7 +66,7 @@ extension UserActivityService {
             try registry.requireDeclared(app: app, type: type)
             let properties = try patch.applied(to: ActivityProperties(), limits: registry.limits)
             try SystemActivityType.validate(type: type, properties: properties)
-            let now = configuration.clock()
+            let now = scheduler.now
             if properties.expirationDate != 0 && properties.expirationDate <= now {
                 throw UserActivityError.expired("expiration-date \(properties.expirationDate) is already past; use a future time or 0 for never")
             }
@@ -89,7 +89,7 @@ extension UserActivityService {
         withCaller(invocation) { [unowned self] identity in
             let options = try SearchOptions.parse(entries)
             let results = try saved.search(query: query, options: options, visibleApp: identity.visibleApp(),
-                                           now: configuration.clock())
+                                           now: scheduler.now)
             invocation.reply([.array(elementType: "a{sv}", results)])
         }
     }
@@ -99,7 +99,7 @@ extension UserActivityService {
         withCaller(invocation) { [unowned self] identity in
             let options = try SuggestionOptions.parse(entries)
             let results = try saved.suggestions(options: options, visibleApp: identity.visibleApp(),
-                                                now: configuration.clock())
+                                                now: scheduler.now)
             invocation.reply([.array(elementType: "a{sv}", results)])
         }
     }
@@ -221,7 +221,7 @@ extension UserActivityService {
 
     func forgetAll(_ invocation: Invocation) {
         asUnconfined(invocation) { [unowned self] in
-            let now = configuration.clock()
+            let now = scheduler.now
             let deleted = try saved.forgetAll(now: now)
             recentFiles?.forgotten(watermark: now)
             invocation.reply([.uint32(UInt32(clamping: deleted))])

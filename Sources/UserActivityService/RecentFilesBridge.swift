@@ -142,7 +142,7 @@ final class RecentFilesBridge {
         let path = self.path
         let catalog = service.catalog
         let home = service.configuration.homeDirectory
-        let now = service.configuration.clock()
+        let now = service.scheduler.now
         let maxAge = DesktopSettings.integer(schema: Self.privacySchema, key: "recent-files-max-age")
         let generation = self.generation
         isReading = true

@@ -46,6 +46,8 @@ public final class UserActivityService {
 
     let bus: Connection
     let loop: MainLoop
+    /// Time: the wall clock, timers and idle work (a manual one in tests).
+    let scheduler: Scheduler
     let configuration: ServiceConfiguration
     let log: Logger
     let registry: ActivityRegistry
@@ -63,7 +65,7 @@ public final class UserActivityService {
 
     /// Takes one launch from `key`'s budget; the LimitExceeded to answer with when it is spent.
     func takeLaunch(_ key: String, what: String) -> UserActivityError? {
-        let now = configuration.clock()
+        let now = scheduler.now
         guard !launchBudget.take(key, now: now) else { return nil }
         let wait = (launchBudget.wait(key, now: now) + 999) / 1000
         let limits = registry.limits
@@ -75,10 +77,10 @@ public final class UserActivityService {
     private(set) var recentFiles: RecentFilesBridge?
 
     private var directoryMonitor: DirectoryMonitor?
-    private var expiryTimer: GLibSource?
+    private var expiryTimer: ScheduledWork?
     /// The pending write of waiting donations (see ``SavedActivities/donate(type:app:properties:now:completion:)``):
     /// when the loop is idle, or after a deadline; whichever comes first cancels both.
-    private var donationWrite: (whenIdle: GLibSource, deadline: GLibSource)?
+    private var donationWrite: (whenIdle: ScheduledWork, deadline: ScheduledWork)?
     private var expiryTimerDate: Int64?
 
     /// Further objects below the manager (search providers): path → dispatch table.
@@ -141,9 +143,13 @@ public final class UserActivityService {
         "org.freedesktop.DBus.Introspectable": introspectRoute { $0.introspectActivity($1) },
     ]
 
-    public init(bus: Connection, loop: MainLoop, configuration: ServiceConfiguration, log: Logger) throws {
+    /// - Parameter scheduler: time for expiry, donation batching and
+    ///   continuation deadlines; GLib's on `loop` with `configuration.clock` unless given.
+    public init(bus: Connection, loop: MainLoop, scheduler: Scheduler? = nil, configuration: ServiceConfiguration, log: Logger) throws {
         self.bus = bus
         self.loop = loop
+        let scheduler = scheduler ?? GLibScheduler(loop: loop, clock: configuration.clock)
+        self.scheduler = scheduler
         var configuration = configuration
         // URLs are judged by GLib's RFC 3986 parser, as GIO will open them.
         configuration.limits.isValidURL = { GLibURI.isValid($0, webOnly: $1) }
@@ -152,7 +158,7 @@ public final class UserActivityService {
         self.catalog = AppCatalog.load(applicationDirectories: configuration.applicationDirectories,
                                        loadKeyFile: { GLibKeyFile.load(path: $0) })
         self.saved = try SavedActivities(stateDirectory: configuration.stateDirectory, configDirectory: configuration.configDirectory,
-                                         clock: configuration.clock, log: log)
+                                         clock: { scheduler.now }, log: log)
         var isDeclared: (String, String) -> Bool = { _, _ in false }
         self.registry = ActivityRegistry(limits: configuration.limits, isDeclared: { isDeclared($0, $1) })
         isDeclared = { [unowned self] app, type in self.catalog.app(app)?.declares(type) ?? false }
@@ -167,8 +173,8 @@ public final class UserActivityService {
                 donationWrite = nil
                 write()
             }
-            donationWrite = (loop.whenNothingElseIsReady(run),
-                             loop.after(milliseconds: SavedActivities.longestDonationWaitMilliseconds, run))
+            donationWrite = (scheduler.whenIdle(run),
+                             scheduler.after(milliseconds: SavedActivities.longestDonationWaitMilliseconds, run))
         }
         for warning in catalog.warnings { log.warning("\(warning)") }
     }
@@ -196,7 +202,7 @@ public final class UserActivityService {
                               to: callers.readers(of: nil))
         }
         loop.withThreadDefault { saved.privacy.start(on: loop) }
-        saved.purgeExpired(now: configuration.clock())
+        saved.purgeExpired(now: scheduler.now)
         rearmExpiryTimer()
         exportDesktopSearch()
         if let path = configuration.recentFilesPath {
@@ -470,7 +476,7 @@ public final class UserActivityService {
             guard let activity = registry.activity(id) else { continue }
             // NeedsSave with a handler: written after the owner's SaveActivity, without holding up the reply.
             if continuation.needsSave.deferSave(of: activity, countsAsUse: countsAsUse) { continue }
-            try saved.save(activity, countsAsUse: countsAsUse, now: configuration.clock())
+            try saved.save(activity, countsAsUse: countsAsUse, now: scheduler.now)
         }
     }
 
@@ -599,16 +605,16 @@ public final class UserActivityService {
     /// One GLib timeout for the earliest expiration date; no polling.
     private func rearmExpiryTimer() {
         let next = [registry.nextExpiration(), saved.nextExpiration()].compactMap { $0 }.min()
-        guard next != expiryTimerDate || expiryTimer?.isActive != true else { return }
+        guard next != expiryTimerDate || expiryTimer?.isPending != true else { return }
         expiryTimer?.cancel()
         expiryTimer = nil
         expiryTimerDate = next
         guard let next else { return }
-        let delayMilliseconds = max(0, min((next - configuration.clock()) / 1000 + 1, 86_400_000))
-        expiryTimer = loop.after(milliseconds: UInt32(delayMilliseconds)) { [unowned self] in
+        let delayMilliseconds = max(0, min((next - scheduler.now) / 1000 + 1, 86_400_000))
+        expiryTimer = scheduler.after(milliseconds: UInt32(delayMilliseconds)) { [unowned self] in
             self.expiryTimer = nil
             self.expiryTimerDate = nil
-            let now = configuration.clock()
+            let now = scheduler.now
             saved.purgeExpired(now: now)
             emit(registry.expireDue(now: now))
         }

@@ -58,7 +58,7 @@ final class ContinuationService {
     var log: Logger { service.log }
     var bus: Connection { service.bus }
     var registry: ActivityRegistry { service.registry }
-    func now() -> Int64 { service.configuration.clock() }
+    func now() -> Int64 { service.scheduler.now }
 
     // MARK: Manager methods
 

@@ -48,7 +48,7 @@ extension ContinuationService {
 
     private func armDeadline(_ continuation: PendingContinuation) {
         let milliseconds = UInt32(clamping: max(0, continuation.deadline - now()) / 1000 + 1)
-        continuation.timer = service.loop.after(milliseconds: milliseconds) { [unowned self] in
+        continuation.timer = service.scheduler.after(milliseconds: milliseconds) { [unowned self] in
             continuation.timer = nil
             deadlinePassed(continuation)
         }

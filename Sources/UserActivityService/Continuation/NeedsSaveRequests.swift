@@ -24,7 +24,7 @@ final class NeedsSaveRequests {
 
     private final class Waiter {
         let completion: () -> Void
-        var timer: GLibSource?
+        var timer: ScheduledWork?
         var isDone = false
         init(_ completion: @escaping () -> Void) { self.completion = completion }
 
@@ -115,7 +115,7 @@ final class NeedsSaveRequests {
             return
         }
         let waiter = Waiter(completion)
-        waiter.timer = service.loop.after(milliseconds: timeoutMilliseconds) { [weak waiter] in
+        waiter.timer = service.scheduler.after(milliseconds: timeoutMilliseconds) { [weak waiter] in
             waiter?.timer = nil
             waiter?.resolve()
         }

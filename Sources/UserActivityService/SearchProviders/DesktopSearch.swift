@@ -46,7 +46,7 @@ extension UserActivityService {
     /// Search for a shell, with the manager's visibility rule: a sandboxed
     /// caller sees only its own app's entries (`visibleApp`), the shell all.
     func desktopSearch(_ query: String, visibleApp: String?, limit: Int = desktopSearchLimit) throws -> [SearchHit] {
-        try saved.searchHits(query: query, limit: limit, appID: visibleApp, now: configuration.clock())
+        try saved.searchHits(query: query, limit: limit, appID: visibleApp, now: scheduler.now)
     }
 
     /// The saved entry `savedID` when it exists and the caller may see it.
@@ -54,7 +54,7 @@ extension UserActivityService {
     /// An entry of another app is reported as missing to a sandboxed caller,
     /// as the manager's ContinueSavedActivity does, so it learns nothing.
     func desktopSearchEntry(_ savedID: String, visibleApp: String?) throws -> SavedActivitySummary? {
-        let entry = try saved.load(savedID: savedID, now: configuration.clock())
+        let entry = try saved.load(savedID: savedID, now: scheduler.now)
         guard let entry, visibleApp == nil || entry.appID == visibleApp else { return nil }
         return entry.summary
     }
