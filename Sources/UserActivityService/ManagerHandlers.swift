@@ -3,7 +3,8 @@ import UserActivityInterfaces
 import TypedValues
 import UserActivityCore
 
-/// Handlers of `org.example.UserActivity`: decode, call the core, reply, emit.
+/// Handlers of `org.example.UserActivity`: decode, call the core, and hand
+/// what changed to ``UserActivityService/finish(_:_:reply:)``.
 extension UserActivityService {
     func createActivity(_ invocation: Invocation) {
         create(invocation, becomeCurrent: false)
@@ -31,15 +32,13 @@ extension UserActivityService {
                 events += try registry.becomeCurrent(activity.id, now: now)
             }
             do {
-                try persist(events)
+                try finish(invocation, Changes(events), reply: [.objectPath(Self.path(of: activity.id))])
             } catch {
                 // Nothing half-applied: without its saved copy the activity is not kept.
                 events += (try? registry.invalidate(activity.id)) ?? []
-                emit(events)
+                afterReply(Changes(events))
                 throw error
             }
-            invocation.reply([.objectPath(Self.path(of: activity.id))])
-            emit(events)
         }
     }
 
@@ -75,7 +74,7 @@ extension UserActivityService {
                 switch result {
                 case .success(let savedID):
                     invocation.reply([.string(savedID)])
-                    emit([])
+                    afterReply(Changes(savedActivitiesChanged: true))
                 case .failure(let error):
                     invocation.fail(error)
                 }

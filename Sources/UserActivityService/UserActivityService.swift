@@ -51,8 +51,11 @@ public final class UserActivityService {
     let configuration: ServiceConfiguration
     let log: Logger
     let registry: ActivityRegistry
-    private(set) var catalog: AppCatalog
-    var callers: CallerTracker!
+    /// The desktop entries; the registry and the caller tracker get each new one as a value.
+    private(set) var catalog: AppCatalog {
+        didSet { catalogChanged() }
+    }
+    let callers: CallerTracker
     let saved: SavedActivities
     /// Continuation: handlers, tokens, continuations in flight.
     var continuation: ContinuationService!
@@ -159,12 +162,10 @@ public final class UserActivityService {
                                        loadKeyFile: { GLibKeyFile.load(path: $0) })
         self.saved = try SavedActivities(stateDirectory: configuration.stateDirectory, configDirectory: configuration.configDirectory,
                                          clock: { scheduler.now }, log: log)
-        var isDeclared: (String, String) -> Bool = { _, _ in false }
-        self.registry = ActivityRegistry(limits: configuration.limits, isDeclared: { isDeclared($0, $1) })
-        isDeclared = { [unowned self] app, type in self.catalog.app(app)?.declares(type) ?? false }
+        self.registry = ActivityRegistry(limits: configuration.limits, isDeclared: Self.declarations(in: catalog))
         self.callers = CallerTracker(
             bus: bus, probe: ProcessIdentityProbe(procRoot: configuration.procRoot, loadKeyFile: { GLibKeyFile.load(path: $0) }),
-            catalog: { [unowned self] in self.catalog }, log: log, lookupFault: configuration.identityLookupFault)
+            catalog: catalog, log: log, lookupFault: configuration.identityLookupFault)
         self.continuation = ContinuationService(service: self)
         // Donations wait for the loop to have read every call queued on the bus, then share one commit;
         // at most a few milliseconds, should other callers keep the bus busy all that time.
@@ -224,6 +225,16 @@ public final class UserActivityService {
         for warning in catalog.warnings { log.warning("\(warning)") }
     }
 
+    private func catalogChanged() {
+        registry.isDeclared = Self.declarations(in: catalog)
+        callers.catalog = catalog
+    }
+
+    /// Whether an app of `catalog` declares a type, over a copy of the catalog (no reference back to the service).
+    private static func declarations(in catalog: AppCatalog) -> (_ app: String, _ type: String) -> Bool {
+        { app, type in catalog.app(app)?.declares(type) ?? false }
+    }
+
     /// Called when the service loses its bus name or the bus goes away.
     public var onNameLost: (() -> Void)?
 
@@ -265,7 +276,7 @@ public final class UserActivityService {
             let events = registry.connectionClosed(name)
             if !events.isEmpty {
                 log.debug("connection closed; its activities were invalidated", metadata: ["sender": "\(name)"])
-                emit(events)
+                afterReply(Changes(events))
             }
             // A large free: give the pages back once the signals that still copy the data are out.
             if bytesBefore - registry.totalDataBytes >= Self.trimAfterFreedBytes {
@@ -469,6 +480,23 @@ public final class UserActivityService {
 
     static func path(of id: String) -> String { Interfaces.activityPathPrefix + id }
 
+    /// Carries out what a handler changed, in order: the saved copies the
+    /// changes ask for (the reply waits for them, so an acknowledged save is
+    /// durable), the reply, then signals and timers. A failed write throws
+    /// before anything is answered or signalled.
+    func finish(_ invocation: Invocation, _ changes: Changes, reply: [TypedValue] = []) throws {
+        try persist(changes.events)
+        invocation.reply(reply)
+        afterReply(changes)
+    }
+
+    /// Signals and the expiry timer for changes already answered, or nobody's
+    /// call (expiry, a closed connection, an app's late SaveActivity answer).
+    func afterReply(_ changes: Changes) {
+        sendSignals(for: changes.events)
+        if !changes.events.isEmpty || changes.savedActivitiesChanged { rearmExpiryTimer() }
+    }
+
     /// Writes the saved copies the events ask for; the reply waits for this so
     /// that an acknowledged save is durable.
     func persist(_ events: [RegistryEvent]) throws {
@@ -480,7 +508,7 @@ public final class UserActivityService {
         }
     }
 
-    /// Emits the signals for what changed. Called after the reply; the
+    /// The signals for what changed. Called after the reply; the
     /// signals are built and sent once the caller has had time to read it
     /// (``Connection/whenQuiet(_:)``), from what the events saw now.
     ///
@@ -488,7 +516,7 @@ public final class UserActivityService {
     /// manager's `CurrentActivity`, names its object), so none is broadcast:
     /// each goes as unicast copies to the connections allowed to read it
     /// (``CallerTracker/readers(of:)``), chosen now.
-    func emit(_ events: [RegistryEvent]) {
+    private func sendSignals(for events: [RegistryEvent]) {
         // An activity removed in this batch is no longer in the registry.
         var removedApps: [String: String] = [:]
         for case .removed(let id, let app) in events { removedApps[id] = app }
@@ -529,7 +557,6 @@ public final class UserActivityService {
                 break
             }
         }
-        rearmExpiryTimer()
     }
 
     /// The manager's `CurrentActivity` as `identity` may see it: an
@@ -616,7 +643,7 @@ public final class UserActivityService {
             self.expiryTimerDate = nil
             let now = scheduler.now
             saved.purgeExpired(now: now)
-            emit(registry.expireDue(now: now))
+            afterReply(Changes(registry.expireDue(now: now)))
         }
     }
 }

@@ -183,6 +183,6 @@ final class NeedsSaveRequests {
                 continuation.log.error("could not update the saved copy after a late SaveActivity answer: \(error)")
             }
         }
-        service.emit(events)
+        service.afterReply(Changes(events))
     }
 }
