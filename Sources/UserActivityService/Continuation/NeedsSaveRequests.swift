@@ -54,7 +54,7 @@ final class NeedsSaveRequests {
         self.continuation = continuation
     }
 
-    private var service: UserActivityService { continuation.service }
+    private var context: ServiceContext { continuation.context }
 
     /// Whether reading `activity` must wait for its owner's SaveActivity.
     func mustRefresh(_ activity: LiveActivity) -> Bool {
@@ -79,7 +79,7 @@ final class NeedsSaveRequests {
         deferredSaves[activity.id] = DeferredSave(uses: [countsAsUse], snapshot: activity)
         let id = activity.id
         // A GLibSource is cancelled when released: keep it until it ran.
-        idleStarts[id] = service.loop.idle { [weak self] in
+        idleStarts[id] = context.loop.idle { [weak self] in
             self?.idleStarts[id] = nil
             self?.refresh(id, timeoutMilliseconds: Self.savingTimeoutMilliseconds) { [weak self] in
                 self?.writeDeferredSave(id)
@@ -90,13 +90,13 @@ final class NeedsSaveRequests {
 
     private func writeDeferredSave(_ id: String) {
         guard let deferred = deferredSaves.removeValue(forKey: id) else { return }
-        let activity = service.registry.activity(id) ?? deferred.snapshot
+        let activity = context.registry.activity(id) ?? deferred.snapshot
         let uses = deferred.uses.filter { $0 }.count
         do {
             if uses == 0 {
-                try service.saved.save(activity, countsAsUse: false, now: continuation.now())
+                try context.saved.save(activity, countsAsUse: false, now: continuation.now())
             } else {
-                for _ in 0..<uses { try service.saved.save(activity, countsAsUse: true, now: continuation.now()) }
+                for _ in 0..<uses { try context.saved.save(activity, countsAsUse: true, now: continuation.now()) }
             }
             continuation.log.debug("saved copy written after SaveActivity", metadata: ["activity": "\(id)", "uses": "\(uses)"])
         } catch {
@@ -109,13 +109,13 @@ final class NeedsSaveRequests {
     /// when the answer was applied, the call failed, or the time limit passed
     /// (possibly at once, when there is nobody to ask).
     func refresh(_ activityID: String, timeoutMilliseconds: UInt32, completion: @escaping () -> Void) {
-        guard let activity = service.registry.activity(activityID), mustRefresh(activity),
+        guard let activity = context.registry.activity(activityID), mustRefresh(activity),
               let handler = continuation.handlers.handler(for: activity.appID) else {
             completion()
             return
         }
         let waiter = Waiter(completion)
-        waiter.timer = service.scheduler.after(milliseconds: timeoutMilliseconds) { [weak waiter] in
+        waiter.timer = context.scheduler.after(milliseconds: timeoutMilliseconds) { [weak waiter] in
             waiter?.timer = nil
             waiter?.resolve()
         }
@@ -126,7 +126,7 @@ final class NeedsSaveRequests {
         inFlight[activityID] = [waiter]
         do {
             let message = try AppMessages.handlerCall(handler, "SaveActivity", [.objectPath(UserActivityService.path(of: activityID))])
-            service.bus.callAsync(message, timeoutMilliseconds: Int32(clamping: Int64(timeoutMilliseconds))) { [weak self] result in
+            context.bus.callAsync(message, timeoutMilliseconds: Int32(clamping: Int64(timeoutMilliseconds))) { [weak self] result in
                 self?.answered(activityID, app: activity.appID, result)
             }
         } catch {
@@ -155,8 +155,8 @@ final class NeedsSaveRequests {
     /// the answer leaves the data as they are but still clears NeedsSave: the
     /// owner was asked and answered.
     private func apply(_ reply: Message, to activityID: String, app: String, someoneWaits: Bool) {
-        guard service.registry.activity(activityID) != nil else { return }
-        let registry = service.registry
+        guard context.registry.activity(activityID) != nil else { return }
+        let registry = context.registry
         let cleared: (String, TypedValue) = ("needs-save", .boolean(false))
         var events: [RegistryEvent]
         do {
@@ -179,10 +179,10 @@ final class NeedsSaveRequests {
             events.removeAll { if case .saveRequested = $0 { return true } else { return false } }
         } else {
             // A late answer: keep the saved copy of a current activity in step, as any update would.
-            do { try service.persist(events) } catch {
+            do { try context.persist(events, deferringTo: self) } catch {
                 continuation.log.error("could not update the saved copy after a late SaveActivity answer: \(error)")
             }
         }
-        service.afterReply(Changes(events))
+        context.afterReply(Changes(events))
     }
 }

@@ -112,7 +112,7 @@ extension UserActivityService {
         // slack, so the manager's own error (RemoteApplicationTimedOut) wins.
         var serial: UInt32 = 0
         bus.callAsync(call, timeoutMilliseconds: 25_000) { [weak self] result in
-            if serial != 0 { self?.desktopContinuationCallers[serial] = nil }
+            if serial != 0 { self?.context.desktopContinuationCallers[serial] = nil }
             switch result {
             case .success(let reply):
                 let app = (try? reply.arguments())?.first?.stringValue ?? ""
@@ -126,13 +126,7 @@ extension UserActivityService {
         }
         // libdbus numbered the call when it queued it; we read it back before the loop does.
         serial = call.serial
-        if serial != 0 { desktopContinuationCallers[serial] = caller }
-    }
-
-    /// Whom a ContinueSavedActivity we forwarded to ourselves counts against; nil for any other call.
-    func desktopContinuationCaller(of invocation: Invocation) -> AccountedCaller? {
-        guard invocation.sender == bus.uniqueName else { return nil }
-        return desktopContinuationCallers[invocation.message.serial]
+        if serial != 0 { context.desktopContinuationCallers[serial] = caller }
     }
 }
 
