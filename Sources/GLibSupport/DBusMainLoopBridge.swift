@@ -24,16 +24,21 @@ public final class DBusMainLoopBridge: MainLoopIntegration {
     private var replyTimer: GLibSource?
     private let replyTimerLock = ThreadLock()
     /// The pause of ``Connection/whenQuiet(_:)``, and what to call when it ends (loop's thread only).
-    private var quietPause: GLibSource?
+    private var quietPause: ScheduledWork?
+    /// Times the pause (GLib's timeout sources on `loop` unless a test moves time by hand).
+    private let scheduler: Scheduler
 
-    private init(loop: MainLoop, connection: Connection) {
+    private init(loop: MainLoop, connection: Connection, scheduler: Scheduler?) {
         self.loop = loop
         self.connection = connection
+        self.scheduler = scheduler ?? GLibScheduler(loop: loop)
     }
 
     /// Attaches `connection` to `loop` for as long as the connection lives.
-    public static func attach(_ connection: Connection, to loop: MainLoop) throws {
-        try connection.attach(to: DBusMainLoopBridge(loop: loop, connection: connection))
+    /// - Parameter scheduler: what times the pause before ``Connection/whenQuiet(_:)``'s
+    ///   work; GLib's timeout sources on `loop` unless given.
+    public static func attach(_ connection: Connection, to loop: MainLoop, scheduler: Scheduler? = nil) throws {
+        try connection.attach(to: DBusMainLoopBridge(loop: loop, connection: connection, scheduler: scheduler))
     }
 
     // MARK: Watches
@@ -115,7 +120,7 @@ public final class DBusMainLoopBridge: MainLoopIntegration {
         // replaces a spent (or no longer needed) pause. GLib's own timeout:
         // a source per pause costs a few hundred nanoseconds more than
         // re-arming one kept source, nothing beside a call's round trip.
-        quietPause = loop.after(milliseconds: 1, fire)
+        quietPause = scheduler.after(milliseconds: 1, fire)
     }
 
     // MARK: Dispatch

@@ -27,6 +27,9 @@ final class ServiceContext {
         didSet { catalogChanged() }
     }
 
+    /// The apps' registered continuation handlers (continuation and NeedsSave both ask).
+    var continuationHandlers = ContinuationHandlerTable()
+
     private var expiryTimer: ScheduledWork?
     private var expiryTimerDate: Int64?
 

@@ -60,4 +60,36 @@ import TypedValues
         let savedID = try #require(answer.result).get().arguments().first?.stringValue ?? ""
         #expect(savedID.count == 32)
     }
+
+    @Test("The pause before a call's signals is timed by the service's scheduler; they go out once it passes")
+    func signalPauseIsOnTheScheduler() throws {
+        let scheduler = ManualScheduler(now: Self.start)
+        let harness = try ServiceHarness(scheduler: scheduler)
+        let owner = try harness.client()
+        let watcher = try harness.client()
+        try watcher.addMatch("type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'")
+        // The service sends its signals only to connections that have called it.
+        _ = try watcher.property(managerPath, managerInterface, "Version")
+        let path = try owner.createActivity(Self.editType, [Self.claimEditor, ("title", .string("One"))])
+        harness.advance(byMilliseconds: 1)
+        var titles: [TypedValue] = []
+        try watcher.addFilter { message in
+            if message.member == "PropertiesChanged", message.path == path,
+               let entries = (try? message.arguments())?[1].stringVariantEntries {
+                titles += entries.filter { $0.0 == "Title" }.map { $0.1.unwrappedVariant }
+            }
+            return false
+        }
+
+        try owner.callService(on: path, activityInterface, "Update", [.stringVariantDictionary([("title", .string("Two"))])])
+        // Answered; its signal waits for the pause, which only the scheduler can end.
+        #expect(harness.onLoop { scheduler.pendingCount } == 1)
+        harness.advance(byMilliseconds: 1)
+        #expect(harness.onLoop { scheduler.pendingCount } == 0)
+        _ = waitUntil(timeout: 30) {
+            watcher.readWriteDispatch(timeoutMilliseconds: 50)
+            return !titles.isEmpty
+        }
+        #expect(titles == [.string("Two")])
+    }
 }

@@ -64,7 +64,7 @@ final class ServiceHarness: @unchecked Sendable {
             let loop = loopBox.value
             do {
                 let connection = try Connection.bus(address: address)
-                try DBusMainLoopBridge.attach(connection, to: loop)
+                try DBusMainLoopBridge.attach(connection, to: loop, scheduler: scheduler)
                 let service = try loop.withThreadDefault {
                     try UserActivityService(bus: connection, loop: loop, scheduler: scheduler, configuration: configurationBox.value,
                                             log: Logger(label: "test-service"))

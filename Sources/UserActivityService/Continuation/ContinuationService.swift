@@ -35,9 +35,13 @@ import UserActivityCore
 ///   declaring app a candidate) is for unconfined callers only.
 final class ContinuationService {
     let context: ServiceContext
-    var handlers = ContinuationHandlerTable()
+    /// The context's table, changed in place.
+    var handlers: ContinuationHandlerTable {
+        get { context.continuationHandlers }
+        _modify { yield &context.continuationHandlers }
+    }
     let tokens = ContinuationTokenBook()
-    private(set) var needsSave: NeedsSaveRequests!
+    let needsSave: NeedsSaveRequests
 
     private(set) var pending: [UInt64: PendingContinuation] = [:]
     private var nextSerial: UInt64 = 1
@@ -52,7 +56,7 @@ final class ContinuationService {
 
     init(context: ServiceContext) {
         self.context = context
-        self.needsSave = NeedsSaveRequests(continuation: self)
+        self.needsSave = NeedsSaveRequests(context: context)
     }
 
     var log: Logger { context.log }

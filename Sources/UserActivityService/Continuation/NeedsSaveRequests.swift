@@ -44,21 +44,19 @@ final class NeedsSaveRequests {
         var snapshot: LiveActivity
     }
 
-    private unowned let continuation: ContinuationService
+    private let context: ServiceContext
     private var inFlight: [String: [Waiter]] = [:]
     private var deferredSaves: [String: DeferredSave] = [:]
     /// Idle callbacks that will start a deferred save's SaveActivity call.
     private var idleStarts: [String: GLibSource] = [:]
 
-    init(continuation: ContinuationService) {
-        self.continuation = continuation
+    init(context: ServiceContext) {
+        self.context = context
     }
-
-    private var context: ServiceContext { continuation.context }
 
     /// Whether reading `activity` must wait for its owner's SaveActivity.
     func mustRefresh(_ activity: LiveActivity) -> Bool {
-        activity.properties.needsSave && continuation.handlers.hasHandler(activity.appID)
+        activity.properties.needsSave && context.continuationHandlers.hasHandler(activity.appID)
     }
 
     /// Takes over a saved-copy write that must wait for fresh data; the
@@ -94,14 +92,14 @@ final class NeedsSaveRequests {
         let uses = deferred.uses.filter { $0 }.count
         do {
             if uses == 0 {
-                try context.saved.save(activity, countsAsUse: false, now: continuation.now())
+                try context.saved.save(activity, countsAsUse: false, now: context.scheduler.now)
             } else {
-                for _ in 0..<uses { try context.saved.save(activity, countsAsUse: true, now: continuation.now()) }
+                for _ in 0..<uses { try context.saved.save(activity, countsAsUse: true, now: context.scheduler.now) }
             }
-            continuation.log.debug("saved copy written after SaveActivity", metadata: ["activity": "\(id)", "uses": "\(uses)"])
+            context.log.debug("saved copy written after SaveActivity", metadata: ["activity": "\(id)", "uses": "\(uses)"])
         } catch {
             // Nobody waits for this write (BecomeCurrent already answered): the journal is the only place to say so.
-            continuation.log.error("could not write the saved copy of activity \(id) after SaveActivity: \(error)")
+            context.log.error("could not write the saved copy of activity \(id) after SaveActivity: \(error)")
         }
     }
 
@@ -110,7 +108,7 @@ final class NeedsSaveRequests {
     /// (possibly at once, when there is nobody to ask).
     func refresh(_ activityID: String, timeoutMilliseconds: UInt32, completion: @escaping () -> Void) {
         guard let activity = context.registry.activity(activityID), mustRefresh(activity),
-              let handler = continuation.handlers.handler(for: activity.appID) else {
+              let handler = context.continuationHandlers.handler(for: activity.appID) else {
             completion()
             return
         }
@@ -130,7 +128,7 @@ final class NeedsSaveRequests {
                 self?.answered(activityID, app: activity.appID, result)
             }
         } catch {
-            continuation.log.error("could not build SaveActivity: \(error)")
+            context.log.error("could not build SaveActivity: \(error)")
             answered(activityID, app: activity.appID, .failure(DBusFailure(name: "org.freedesktop.DBus.Error.Failed", message: "\(error)")))
         }
     }
@@ -141,7 +139,7 @@ final class NeedsSaveRequests {
         case .success(let reply):
             apply(reply, to: activityID, app: app, someoneWaits: waiters.contains { !$0.isDone } || deferredSaves[activityID] != nil)
         case .failure(let failure):
-            continuation.log.warning("SaveActivity failed; the activity is read with its data as they are", metadata: [
+            context.log.warning("SaveActivity failed; the activity is read with its data as they are", metadata: [
                 "app": "\(app)", "activity": "\(activityID)", "error": "\(failure.name): \(failure.message)",
             ])
         }
@@ -166,13 +164,13 @@ final class NeedsSaveRequests {
                 throw UserActivityError.invalidArgument("SaveActivity must answer (a{sv}), not (\(reply.signature))")
             }
             let fresh = entries.filter { !["app-id", "activity-type", "needs-save"].contains($0.0) } + [cleared]
-            events = try registry.update(activityID, with: try ActivityPatch.parse(fresh, allowsAppIDClaim: false), now: continuation.now())
+            events = try registry.update(activityID, with: try ActivityPatch.parse(fresh, allowsAppIDClaim: false), now: context.scheduler.now)
         } catch {
-            continuation.log.warning("SaveActivity's answer was not applied; the data stay as they are", metadata: [
+            context.log.warning("SaveActivity's answer was not applied; the data stay as they are", metadata: [
                 "app": "\(app)", "activity": "\(activityID)", "error": "\(error)",
             ])
             events = (try? registry.update(activityID, with: try ActivityPatch.parse([cleared], allowsAppIDClaim: false),
-                                           now: continuation.now())) ?? []
+                                           now: context.scheduler.now)) ?? []
         }
         if someoneWaits {
             // The waiters read (and the deferred save writes) the fresh data themselves.
@@ -180,7 +178,7 @@ final class NeedsSaveRequests {
         } else {
             // A late answer: keep the saved copy of a current activity in step, as any update would.
             do { try context.persist(events, deferringTo: self) } catch {
-                continuation.log.error("could not update the saved copy after a late SaveActivity answer: \(error)")
+                context.log.error("could not update the saved copy after a late SaveActivity answer: \(error)")
             }
         }
         context.afterReply(Changes(events))
