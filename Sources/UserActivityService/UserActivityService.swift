@@ -52,6 +52,7 @@ public final class UserActivityService {
     /// Continuation: handlers, tokens, continuations in flight.
     let continuation: ContinuationService
 
+    // The context's parts and effects, under the names the handlers use.
     var bus: Connection { context.bus }
     var loop: MainLoop { context.loop }
     var scheduler: Scheduler { context.scheduler }

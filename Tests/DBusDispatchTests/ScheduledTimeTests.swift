@@ -6,8 +6,9 @@ import TestSupport
 import Testing
 import TypedValues
 
-/// Expiry and donation batching on a clock the test moves by hand: dates are
-/// reached by `advance`, never by sleeping, so load cannot change the outcome.
+/// Expiry, donation batching and the pause before signals on a clock the
+/// test moves by hand: dates are reached by `advance`, never by sleeping, so
+/// load cannot change the outcome.
 @Suite struct ScheduledTimeTests {
     private static let start: Int64 = 1_800_000_000_000_000
     private static let editType = "com.example.Editor.edit-document"
