@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import CGLib
-import Foundation
+import DBusKit
 
 /// Work a ``Scheduler`` will run later, until it runs, is cancelled, or is
 /// released (as a ``GLibSource`` is: whoever wants the work keeps the handle).
@@ -88,7 +88,8 @@ public final class ManualScheduler: Scheduler, @unchecked Sendable {
     }
 
     /// Read from any thread (a test checking dates); the work lists from the owning thread only.
-    private let lock = NSLock()
+    /// ThreadLock, not NSLock: Foundation would bring ICU into the daemon.
+    private let lock = ThreadLock()
     private var microseconds: Int64
     private var timers: [Entry] = []
     private var idle: [Entry] = []
