@@ -31,12 +31,8 @@ extension UserActivityService {
         return .accessDenied("the activity \(activity.activityType) belongs to the app \(activity.appID); only that app may change it")
     }
 
-    /// Applies a patch, saves what must be saved, replies, then emits.
     private func apply(_ patch: ActivityPatch, to activity: LiveActivity, _ invocation: Invocation) throws {
-        let events = try registry.update(activity.id, with: patch, now: configuration.clock())
-        try persist(events)
-        invocation.reply()
-        emit(events)
+        try finish(invocation, Changes(try registry.update(activity.id, with: patch, now: scheduler.now)))
     }
 
     func update(_ invocation: Invocation) {
@@ -59,26 +55,19 @@ extension UserActivityService {
 
     func becomeCurrent(_ invocation: Invocation) {
         asOwner(invocation) { [unowned self] activity in
-            let events = try registry.becomeCurrent(activity.id, now: configuration.clock())
-            try persist(events)
-            invocation.reply()
-            emit(events)
+            try finish(invocation, Changes(try registry.becomeCurrent(activity.id, now: scheduler.now)))
         }
     }
 
     func resignCurrent(_ invocation: Invocation) {
         asOwner(invocation) { [unowned self] activity in
-            let events = try registry.resignCurrent(activity.id)
-            invocation.reply()
-            emit(events)
+            try finish(invocation, Changes(try registry.resignCurrent(activity.id)))
         }
     }
 
     func invalidate(_ invocation: Invocation) {
         asOwner(invocation) { [unowned self] activity in
-            let events = try registry.invalidate(activity.id)
-            invocation.reply()
-            emit(events)
+            try finish(invocation, Changes(try registry.invalidate(activity.id)))
         }
     }
 

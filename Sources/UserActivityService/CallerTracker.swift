@@ -9,7 +9,8 @@ import UserActivityCore
 final class CallerTracker {
     private let bus: Connection
     private let probe: ProcessIdentityProbe
-    private let catalog: () -> AppCatalog
+    /// The desktop entries identities are judged by; the service replaces it when they change on disk.
+    var catalog: AppCatalog
     private let log: Logger
 
     private var identities: [String: ConnectionIdentity] = [:]
@@ -35,7 +36,7 @@ final class CallerTracker {
     /// returns a failure (tests: a lookup that fails or times out).
     private let lookupFault: (@Sendable (_ sender: String) -> DBusFailure?)?
 
-    init(bus: Connection, probe: ProcessIdentityProbe, catalog: @escaping () -> AppCatalog, log: Logger,
+    init(bus: Connection, probe: ProcessIdentityProbe, catalog: AppCatalog, log: Logger,
          lookupFault: (@Sendable (String) -> DBusFailure?)? = nil) {
         self.lookupFault = lookupFault
         self.bus = bus
@@ -141,7 +142,7 @@ final class CallerTracker {
         }
         // libdbus handed us a dup() of every descriptor in the reply.
         defer { TypedValue.closeFileDescriptors(in: replyValues) }
-        let catalog = catalog()
+        let catalog = self.catalog
         let process: ProcessIdentity
         if let processFD {
             process = probe.identify(processFD: processFD, catalog: catalog)
@@ -181,7 +182,7 @@ final class CallerTracker {
         // The cached identity was computed with the old owners; recompute its names.
         for owner in [oldOwner, newOwner] where !owner.isEmpty {
             guard let identity = identities[owner] else { continue }
-            let owned = ownerOfName.filter { $0.value == owner && catalog().app($0.key) != nil }.map(\.key).sorted()
+            let owned = ownerOfName.filter { $0.value == owner && catalog.app($0.key) != nil }.map(\.key).sorted()
             identities[owner] = identity.replacingOwnedAppNames(owned)
         }
     }

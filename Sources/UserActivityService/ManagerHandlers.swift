@@ -3,7 +3,8 @@ import UserActivityInterfaces
 import TypedValues
 import UserActivityCore
 
-/// Handlers of `org.example.UserActivity`: decode, call the core, reply, emit.
+/// Handlers of `org.example.UserActivity`: decode, call the core, and hand
+/// what changed to ``UserActivityService/finish(_:_:reply:)``.
 extension UserActivityService {
     func createActivity(_ invocation: Invocation) {
         create(invocation, becomeCurrent: false)
@@ -21,7 +22,7 @@ extension UserActivityService {
             if let claim = patch.appIDClaim { try ReverseDNSName.validate(claim, as: "app-id") }
             try ReverseDNSName.validate(type, as: "activity type")
             let app = try identity.actingApp(claim: patch.appIDClaim, catalog: catalog)
-            let now = configuration.clock()
+            let now = scheduler.now
             let (activity, created) = try registry.create(type: type, properties: patch, app: app,
                                                           connection: invocation.sender,
                                                           confinedApp: identity.isConfined ? identity.process.appID ?? "" : nil,
@@ -31,15 +32,13 @@ extension UserActivityService {
                 events += try registry.becomeCurrent(activity.id, now: now)
             }
             do {
-                try persist(events)
+                try finish(invocation, Changes(events), reply: [.objectPath(Self.path(of: activity.id))])
             } catch {
                 // Nothing half-applied: without its saved copy the activity is not kept.
                 events += (try? registry.invalidate(activity.id)) ?? []
-                emit(events)
+                afterReply(Changes(events))
                 throw error
             }
-            invocation.reply([.objectPath(Self.path(of: activity.id))])
-            emit(events)
         }
     }
 
@@ -66,7 +65,7 @@ extension UserActivityService {
             try registry.requireDeclared(app: app, type: type)
             let properties = try patch.applied(to: ActivityProperties(), limits: registry.limits)
             try SystemActivityType.validate(type: type, properties: properties)
-            let now = configuration.clock()
+            let now = scheduler.now
             if properties.expirationDate != 0 && properties.expirationDate <= now {
                 throw UserActivityError.expired("expiration-date \(properties.expirationDate) is already past; use a future time or 0 for never")
             }
@@ -75,7 +74,7 @@ extension UserActivityService {
                 switch result {
                 case .success(let savedID):
                     invocation.reply([.string(savedID)])
-                    emit([])
+                    afterReply(Changes(savedActivitiesChanged: true))
                 case .failure(let error):
                     invocation.fail(error)
                 }
@@ -89,7 +88,7 @@ extension UserActivityService {
         withCaller(invocation) { [unowned self] identity in
             let options = try SearchOptions.parse(entries)
             let results = try saved.search(query: query, options: options, visibleApp: identity.visibleApp(),
-                                           now: configuration.clock())
+                                           now: scheduler.now)
             invocation.reply([.array(elementType: "a{sv}", results)])
         }
     }
@@ -99,7 +98,7 @@ extension UserActivityService {
         withCaller(invocation) { [unowned self] identity in
             let options = try SuggestionOptions.parse(entries)
             let results = try saved.suggestions(options: options, visibleApp: identity.visibleApp(),
-                                                now: configuration.clock())
+                                                now: scheduler.now)
             invocation.reply([.array(elementType: "a{sv}", results)])
         }
     }
@@ -221,7 +220,7 @@ extension UserActivityService {
 
     func forgetAll(_ invocation: Invocation) {
         asUnconfined(invocation) { [unowned self] in
-            let now = configuration.clock()
+            let now = scheduler.now
             let deleted = try saved.forgetAll(now: now)
             recentFiles?.forgotten(watermark: now)
             invocation.reply([.uint32(UInt32(clamping: deleted))])

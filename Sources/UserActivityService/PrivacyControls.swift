@@ -14,7 +14,7 @@ final class PrivacyControls {
     private let directory: String?
     private let store: ActivityStore
     private let log: Logger
-    private let clock: @Sendable () -> Int64
+    private let clock: () -> Int64
     private var monitor: DirectoryMonitor?
     private var retentionTimer: GLibSource?
     /// Called with the names of properties whose values changed.
@@ -25,7 +25,7 @@ final class PrivacyControls {
     static let fileName = "useractivity.conf"
     var filePath: String? { directory.map { $0 + "/" + Self.fileName } }
 
-    init(directory: String?, store: ActivityStore, clock: @escaping @Sendable () -> Int64, log: Logger) {
+    init(directory: String?, store: ActivityStore, clock: @escaping () -> Int64, log: Logger) {
         self.directory = directory
         self.store = store
         self.clock = clock

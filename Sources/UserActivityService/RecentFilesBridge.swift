@@ -24,7 +24,7 @@ import Glibc
 /// from the loop's idle callbacks: calls on the bus are served between
 /// batches, so a 10,000-entry first import never holds the loop for long.
 final class RecentFilesBridge {
-    unowned let service: UserActivityService
+    let context: ServiceContext
     let path: String
     static let batchSize = 250
     /// GBookmarkFile reads the whole file into memory: a larger one is not
@@ -54,15 +54,15 @@ final class RecentFilesBridge {
     /// Called (tests, logs) when the queue has been written.
     var onIdle: (() -> Void)?
 
-    init(service: UserActivityService, path: String) {
-        self.service = service
+    init(context: ServiceContext, path: String) {
+        self.context = context
         self.path = path
         let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
         monitor = DirectoryMonitor(directories: [directory.isEmpty ? "/" : directory], recursive: false) { [unowned self] in
             fileMayHaveChanged()
         }
         // After export: the name is taken and calls are served while this reads.
-        firstRead = service.loop.whenNothingElseIsReady { [unowned self] in
+        firstRead = context.loop.whenNothingElseIsReady { [unowned self] in
             firstRead = nil
             fileMayHaveChanged()
         }
@@ -73,11 +73,11 @@ final class RecentFilesBridge {
         batch?.cancel()
     }
 
-    var log: Logger { service.log }
+    var log: Logger { context.log }
 
     /// The `Bridges` setting and GNOME's `remember-recent-files` both allow it.
     var isOn: Bool {
-        service.saved.privacy.settings.bridgeIsOn(RecentFiles.source)
+        context.saved.privacy.settings.bridgeIsOn(RecentFiles.source)
             && DesktopSettings.boolean(schema: Self.privacySchema, key: "remember-recent-files") != false
     }
 
@@ -140,13 +140,13 @@ final class RecentFilesBridge {
         }
         let started = currentTimeMicroseconds()
         let path = self.path
-        let catalog = service.catalog
-        let home = service.configuration.homeDirectory
-        let now = service.configuration.clock()
+        let catalog = context.catalog
+        let home = context.configuration.homeDirectory
+        let now = context.scheduler.now
         let maxAge = DesktopSettings.integer(schema: Self.privacySchema, key: "recent-files-max-age")
         let generation = self.generation
         isReading = true
-        service.loop.inBackground(name: "recent-files", { () -> ReadOutcome in
+        context.loop.inBackground(name: "recent-files", { () -> ReadOutcome in
             let bookmarks: [Bookmark]
             do {
                 bookmarks = try BookmarkFile.read(path: path)
@@ -197,7 +197,7 @@ final class RecentFilesBridge {
     private func queue(_ documents: [RecentDocument], now: Int64) {
         do {
             if seen == nil {
-                let loaded = try service.saved.bridgedStamps(source: RecentFiles.source)
+                let loaded = try context.saved.bridgedStamps(source: RecentFiles.source)
                 seen = loaded.stamps
                 watermark = loaded.watermark
             }
@@ -206,7 +206,7 @@ final class RecentFilesBridge {
             lastRead = nil
             return
         }
-        let settings = service.saved.privacy.settings
+        let settings = context.saved.privacy.settings
         let retentionCutoff: Int64? = settings.retentionDays > 0
             ? now &- Int64(settings.retentionDays) &* 86_400_000_000 : nil
         var present = Set<Int64>()
@@ -236,7 +236,7 @@ final class RecentFilesBridge {
             onIdle?()
             return
         }
-        batch = service.loop.whenNothingElseIsReady { [unowned self] in
+        batch = context.loop.whenNothingElseIsReady { [unowned self] in
             batch = nil
             writeBatch()
         }
@@ -244,7 +244,7 @@ final class RecentFilesBridge {
 
     private func writeBatch() {
         let end = min(queueStart + Self.batchSize, queue.count)
-        let limits = service.registry.limits
+        let limits = context.registry.limits
         let changes = queue[queueStart..<end].map { item in
             ActivityStore.BridgedChange(key: item.key, stamp: item.stamp, save: item.document.map { document in
                 let properties = RecentFiles.properties(of: document, limits: limits)
@@ -257,7 +257,7 @@ final class RecentFilesBridge {
         if !removing.isEmpty { removals = [] }
         let started = currentTimeMicroseconds()
         do {
-            try service.saved.importBridged(source: RecentFiles.source, changes: changes, removing: removing)
+            try context.saved.importBridged(source: RecentFiles.source, changes: changes, removing: removing)
             log.debug("recent files: batch written", metadata: ["entries": "\(changes.count)", "µs": "\(currentTimeMicroseconds() - started)"])
         } catch {
             log.error("recent files: \(error)")

@@ -24,7 +24,7 @@ final class SavedActivities {
     /// How long the first of them may wait while other calls keep the loop busy.
     static let longestDonationWaitMilliseconds: UInt32 = 5
 
-    init(stateDirectory: String?, configDirectory: String?, clock: @escaping @Sendable () -> Int64, log: Logger) throws {
+    init(stateDirectory: String?, configDirectory: String?, clock: @escaping () -> Int64, log: Logger) throws {
         self.log = log
         if let stateDirectory {
             do {

@@ -40,34 +40,36 @@ public struct ServiceConfiguration: Sendable {
 
 /// The `org.example.UserActivity` service on one bus connection: routes
 /// method calls through the dispatch tables to handlers, which decode, call
-/// the core, reply, and turn the core's events into signals.
+/// the core and hand what changed to one step (``finish(_:_:reply:)``) that
+/// writes saved copies, replies, and sends the signals. What the parts share
+/// is a ``ServiceContext``; continuation and the recent-files bridge get that,
+/// never the service.
 public final class UserActivityService {
     typealias Handler = (UserActivityService, Invocation) -> Void
 
-    let bus: Connection
-    let loop: MainLoop
-    let configuration: ServiceConfiguration
-    let log: Logger
-    let registry: ActivityRegistry
-    private(set) var catalog: AppCatalog
-    var callers: CallerTracker!
-    let saved: SavedActivities
+    /// What the handlers and the other parts share (``ServiceContext``).
+    let context: ServiceContext
     /// Continuation: handlers, tokens, continuations in flight.
-    var continuation: ContinuationService!
-    /// ContinueSavedActivity calls the desktop search objects sent to
-    /// ourselves (by serial), with the caller each counts against.
-    var desktopContinuationCallers: [UInt32: AccountedCaller] = [:]
-    /// App and browser launches per caller (``ActivityLimits/launchBurstPerApp``).
-    lazy var launchBudget = LaunchBudget(burst: registry.limits.launchBurstPerApp,
-                                         intervalMicroseconds: registry.limits.launchIntervalMicroseconds)
+    let continuation: ContinuationService
 
-    /// Takes one launch from `key`'s budget; the LimitExceeded to answer with when it is spent.
-    func takeLaunch(_ key: String, what: String) -> UserActivityError? {
-        let now = configuration.clock()
-        guard !launchBudget.take(key, now: now) else { return nil }
-        let wait = (launchBudget.wait(key, now: now) + 999) / 1000
-        let limits = registry.limits
-        return UserActivityError(.limitExceeded, "too many launches: the service did not \(what) because this caller already launched \(limits.launchBurstPerApp) apps or browsers in a short time (one more per \(limits.launchIntervalMicroseconds / 1000) ms is allowed); try again in \(wait) ms")
+    // The context's parts and effects, under the names the handlers use.
+    var bus: Connection { context.bus }
+    var loop: MainLoop { context.loop }
+    var scheduler: Scheduler { context.scheduler }
+    var configuration: ServiceConfiguration { context.configuration }
+    var log: Logger { context.log }
+    var registry: ActivityRegistry { context.registry }
+    var saved: SavedActivities { context.saved }
+    var callers: CallerTracker { context.callers }
+    var catalog: AppCatalog { context.catalog }
+
+    func withCaller(_ invocation: Invocation, _ body: @escaping (inout ConnectionIdentity) throws -> Void) {
+        context.withCaller(invocation, body)
+    }
+    func afterReply(_ changes: Changes) { context.afterReply(changes) }
+    func takeLaunch(_ key: String, what: String) -> UserActivityError? { context.takeLaunch(key, what: what) }
+    func propertiesChanged(_ path: String, _ interface: String, _ changed: [(String, TypedValue)], to recipients: [String]) {
+        context.propertiesChanged(path, interface, changed, to: recipients)
     }
     /// KRunner's SetActivationToken, by connection, for its next Run.
     var krunnerActivationTokens: [String: String] = [:]
@@ -75,11 +77,9 @@ public final class UserActivityService {
     private(set) var recentFiles: RecentFilesBridge?
 
     private var directoryMonitor: DirectoryMonitor?
-    private var expiryTimer: GLibSource?
     /// The pending write of waiting donations (see ``SavedActivities/donate(type:app:properties:now:completion:)``):
     /// when the loop is idle, or after a deadline; whichever comes first cancels both.
-    private var donationWrite: (whenIdle: GLibSource, deadline: GLibSource)?
-    private var expiryTimerDate: Int64?
+    private var donationWrite: (whenIdle: ScheduledWork, deadline: ScheduledWork)?
 
     /// Further objects below the manager (search providers): path → dispatch table.
     private(set) var extraObjects: [String: DispatchTable] = [:]
@@ -141,25 +141,21 @@ public final class UserActivityService {
         "org.freedesktop.DBus.Introspectable": introspectRoute { $0.introspectActivity($1) },
     ]
 
-    public init(bus: Connection, loop: MainLoop, configuration: ServiceConfiguration, log: Logger) throws {
-        self.bus = bus
-        self.loop = loop
+    /// - Parameter scheduler: time for expiry, donation batching and
+    ///   continuation deadlines; GLib's on `loop` with `configuration.clock` unless given.
+    public init(bus: Connection, loop: MainLoop, scheduler: Scheduler? = nil, configuration: ServiceConfiguration, log: Logger) throws {
+        let scheduler = scheduler ?? GLibScheduler(loop: loop, clock: configuration.clock)
         var configuration = configuration
         // URLs are judged by GLib's RFC 3986 parser, as GIO will open them.
         configuration.limits.isValidURL = { GLibURI.isValid($0, webOnly: $1) }
-        self.configuration = configuration
-        self.log = log
-        self.catalog = AppCatalog.load(applicationDirectories: configuration.applicationDirectories,
-                                       loadKeyFile: { GLibKeyFile.load(path: $0) })
-        self.saved = try SavedActivities(stateDirectory: configuration.stateDirectory, configDirectory: configuration.configDirectory,
-                                         clock: configuration.clock, log: log)
-        var isDeclared: (String, String) -> Bool = { _, _ in false }
-        self.registry = ActivityRegistry(limits: configuration.limits, isDeclared: { isDeclared($0, $1) })
-        isDeclared = { [unowned self] app, type in self.catalog.app(app)?.declares(type) ?? false }
-        self.callers = CallerTracker(
-            bus: bus, probe: ProcessIdentityProbe(procRoot: configuration.procRoot, loadKeyFile: { GLibKeyFile.load(path: $0) }),
-            catalog: { [unowned self] in self.catalog }, log: log, lookupFault: configuration.identityLookupFault)
-        self.continuation = ContinuationService(service: self)
+        let catalog = AppCatalog.load(applicationDirectories: configuration.applicationDirectories,
+                                      loadKeyFile: { GLibKeyFile.load(path: $0) })
+        let saved = try SavedActivities(stateDirectory: configuration.stateDirectory, configDirectory: configuration.configDirectory,
+                                        clock: { scheduler.now }, log: log)
+        let context = ServiceContext(bus: bus, loop: loop, scheduler: scheduler, configuration: configuration, log: log,
+                                     catalog: catalog, saved: saved)
+        self.context = context
+        self.continuation = ContinuationService(context: context)
         // Donations wait for the loop to have read every call queued on the bus, then share one commit;
         // at most a few milliseconds, should other callers keep the bus busy all that time.
         saved.scheduleWrite = { [unowned self] write in
@@ -167,8 +163,8 @@ public final class UserActivityService {
                 donationWrite = nil
                 write()
             }
-            donationWrite = (loop.whenNothingElseIsReady(run),
-                             loop.after(milliseconds: SavedActivities.longestDonationWaitMilliseconds, run))
+            donationWrite = (scheduler.whenIdle(run),
+                             scheduler.after(milliseconds: SavedActivities.longestDonationWaitMilliseconds, run))
         }
         for warning in catalog.warnings { log.warning("\(warning)") }
     }
@@ -196,11 +192,11 @@ public final class UserActivityService {
                               to: callers.readers(of: nil))
         }
         loop.withThreadDefault { saved.privacy.start(on: loop) }
-        saved.purgeExpired(now: configuration.clock())
-        rearmExpiryTimer()
+        saved.purgeExpired(now: scheduler.now)
+        context.rearmExpiryTimer()
         exportDesktopSearch()
         if let path = configuration.recentFilesPath {
-            recentFiles = loop.withThreadDefault { RecentFilesBridge(service: self, path: path) }
+            recentFiles = loop.withThreadDefault { RecentFilesBridge(context: context, path: path) }
         }
     }
 
@@ -212,7 +208,7 @@ public final class UserActivityService {
 
     /// Re-reads the desktop entries (they changed on disk).
     public func reloadCatalog() {
-        catalog = AppCatalog.load(applicationDirectories: configuration.applicationDirectories,
+        context.catalog = AppCatalog.load(applicationDirectories: configuration.applicationDirectories,
                                   loadKeyFile: { GLibKeyFile.load(path: $0) })
         log.info("desktop entries reloaded", metadata: ["apps": "\(catalog.apps.count)"])
         for warning in catalog.warnings { log.warning("\(warning)") }
@@ -259,7 +255,7 @@ public final class UserActivityService {
             let events = registry.connectionClosed(name)
             if !events.isEmpty {
                 log.debug("connection closed; its activities were invalidated", metadata: ["sender": "\(name)"])
-                emit(events)
+                afterReply(Changes(events))
             }
             // A large free: give the pages back once the signals that still copy the data are out.
             if bytesBefore - registry.totalDataBytes >= Self.trimAfterFreedBytes {
@@ -452,79 +448,21 @@ public final class UserActivityService {
         bus.send(Message.error(to: message, name: name, message: text))
     }
 
-    /// Runs `body` with the caller's identity; errors it throws become the reply.
-    func withCaller(_ invocation: Invocation, _ body: @escaping (inout ConnectionIdentity) throws -> Void) {
-        callers.withIdentity(of: invocation.sender, { identity in
-            do { try body(&identity) } catch { invocation.fail(error) }
-        }, failed: { invocation.fail($0) })
-    }
 
     // MARK: Events → signals
 
     static func path(of id: String) -> String { Interfaces.activityPathPrefix + id }
 
-    /// Writes the saved copies the events ask for; the reply waits for this so
-    /// that an acknowledged save is durable.
-    func persist(_ events: [RegistryEvent]) throws {
-        for case .saveRequested(let id, let countsAsUse) in events {
-            guard let activity = registry.activity(id) else { continue }
-            // NeedsSave with a handler: written after the owner's SaveActivity, without holding up the reply.
-            if continuation.needsSave.deferSave(of: activity, countsAsUse: countsAsUse) { continue }
-            try saved.save(activity, countsAsUse: countsAsUse, now: configuration.clock())
-        }
+    /// Carries out what a handler changed, in order: the saved copies the
+    /// changes ask for (the reply waits for them, so an acknowledged save is
+    /// durable), the reply, then signals and timers. A failed write throws
+    /// before anything is answered or signalled.
+    func finish(_ invocation: Invocation, _ changes: Changes, reply: [TypedValue] = []) throws {
+        try context.persist(changes.events, deferringTo: continuation.needsSave)
+        invocation.reply(reply)
+        afterReply(changes)
     }
 
-    /// Emits the signals for what changed. Called after the reply; the
-    /// signals are built and sent once the caller has had time to read it
-    /// (``Connection/whenQuiet(_:)``), from what the events saw now.
-    ///
-    /// Every signal about an activity carries its app's data (or, for the
-    /// manager's `CurrentActivity`, names its object), so none is broadcast:
-    /// each goes as unicast copies to the connections allowed to read it
-    /// (``CallerTracker/readers(of:)``), chosen now.
-    func emit(_ events: [RegistryEvent]) {
-        // An activity removed in this batch is no longer in the registry.
-        var removedApps: [String: String] = [:]
-        for case .removed(let id, let app) in events { removedApps[id] = app }
-        func app(of id: String) -> String? { registry.activity(id)?.appID ?? removedApps[id] }
-        for event in events {
-            switch event {
-            case .added(let id):
-                guard let activity = registry.activity(id) else { continue }
-                // A copy of the activity as it is now: the signal's 21 properties are only put together later.
-                let isCurrent = registry.currentID == id
-                signal(Interfaces.managerPath, "org.freedesktop.DBus.ObjectManager", "InterfacesAdded",
-                       to: callers.readers(of: activity.appID)) { [
-                    .objectPath(Self.path(of: id)),
-                    .dictionary(keyType: "s", valueType: "a{sv}", [
-                        .init(key: .string(Interfaces.activityName), value: Self.allProperties(of: activity, isCurrent: isCurrent)),
-                    ]),
-                ] }
-            case .removed(let id, let app):
-                signal(Interfaces.managerPath, "org.freedesktop.DBus.ObjectManager", "InterfacesRemoved",
-                       to: callers.readers(of: app), [.objectPath(Self.path(of: id)), .stringArray([Interfaces.activityName])])
-            case .propertiesChanged(let id, let fields):
-                guard let activity = registry.activity(id) else { continue }
-                let isCurrent = registry.currentID == id
-                propertiesChanged(Self.path(of: id), Interfaces.activityName,
-                                  fields.map { ($0.propertyName, activity.value(of: $0, isCurrent: isCurrent)) },
-                                  to: callers.readers(of: activity.appID))
-            case .currentChanged(let from, let to):
-                if let from, let activity = registry.activity(from) {
-                    propertiesChanged(Self.path(of: from), Interfaces.activityName, [("Current", .boolean(false))],
-                                      to: callers.readers(of: activity.appID))
-                }
-                if let to, let activity = registry.activity(to) {
-                    propertiesChanged(Self.path(of: to), Interfaces.activityName, [("Current", .boolean(true))],
-                                      to: callers.readers(of: activity.appID))
-                }
-                currentActivityChanged(fromApp: from.flatMap(app(of:)), toApp: to.flatMap(app(of:)), to: to)
-            case .saveRequested:
-                break
-            }
-        }
-        rearmExpiryTimer()
-    }
 
     /// The manager's `CurrentActivity` as `identity` may see it: an
     /// unconfined caller sees the session's; a confined one only its own
@@ -533,19 +471,6 @@ public final class UserActivityService {
         guard let id = registry.currentID else { return .objectPath("/") }
         if let visible = identity.visibleApp(), registry.activity(id)?.appID != visible { return .objectPath("/") }
         return .objectPath(Self.path(of: id))
-    }
-
-    /// `CurrentActivity` changed from an activity of `fromApp` to `to` (of
-    /// `toApp`): unconfined connections and `toApp`'s learn the new path;
-    /// `fromApp`'s confined connections, for which it is now `/`, learn that.
-    private func currentActivityChanged(fromApp: String?, toApp: String?, to: String?) {
-        let path: TypedValue = .objectPath(to.map(Self.path(of:)) ?? "/")
-        propertiesChanged(Interfaces.managerPath, Interfaces.managerName, [("CurrentActivity", path)],
-                          to: callers.readers(of: toApp))
-        if let fromApp, fromApp != toApp {
-            propertiesChanged(Interfaces.managerPath, Interfaces.managerName, [("CurrentActivity", .objectPath("/"))],
-                              to: callers.confinedConnections(of: fromApp))
-        }
     }
 
     func allProperties(of activity: LiveActivity) -> TypedValue {
@@ -562,55 +487,4 @@ public final class UserActivityService {
         return .dictionary(keyType: "s", valueType: "v", entries)
     }
 
-    func propertiesChanged(_ path: String, _ interface: String, _ changed: [(String, TypedValue)], to recipients: [String]) {
-        signal(path, "org.freedesktop.DBus.Properties", "PropertiesChanged", to: recipients,
-               [.string(interface), .stringVariantDictionary(changed), .stringArray([])])
-    }
-
-    /// Sends a signal to `recipients` once the caller has had time to read its reply (``Connection/whenQuiet(_:)``).
-    func signal(_ path: String, _ interface: String, _ member: String, to recipients: [String], _ values: [TypedValue]) {
-        signal(path, interface, member, to: recipients) { values }
-    }
-
-    /// `values` runs later, so it must capture what it needs, not read the
-    /// registry. The signal is built once and sent as one unicast copy per
-    /// recipient (nothing when there is none).
-    private func signal(_ path: String, _ interface: String, _ member: String, to recipients: [String],
-                        _ values: @escaping () -> [TypedValue]) {
-        guard !recipients.isEmpty else { return }
-        bus.whenQuiet { [unowned bus, log] in
-            do {
-                let message = try Message.signal(path: path, interface: interface, member: member, arguments: values())
-                for recipient in recipients {
-                    guard let copy = message.copy(addressedTo: recipient) else {
-                        log.error("could not address \(interface).\(member) to \(recipient)")
-                        continue
-                    }
-                    bus.send(copy)
-                }
-            } catch {
-                log.error("could not emit \(interface).\(member): \(error)")
-            }
-        }
-    }
-
-    // MARK: Expiry
-
-    /// One GLib timeout for the earliest expiration date; no polling.
-    private func rearmExpiryTimer() {
-        let next = [registry.nextExpiration(), saved.nextExpiration()].compactMap { $0 }.min()
-        guard next != expiryTimerDate || expiryTimer?.isActive != true else { return }
-        expiryTimer?.cancel()
-        expiryTimer = nil
-        expiryTimerDate = next
-        guard let next else { return }
-        let delayMilliseconds = max(0, min((next - configuration.clock()) / 1000 + 1, 86_400_000))
-        expiryTimer = loop.after(milliseconds: UInt32(delayMilliseconds)) { [unowned self] in
-            self.expiryTimer = nil
-            self.expiryTimerDate = nil
-            let now = configuration.clock()
-            saved.purgeExpired(now: now)
-            emit(registry.expireDue(now: now))
-        }
-    }
 }

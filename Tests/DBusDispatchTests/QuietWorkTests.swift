@@ -21,12 +21,13 @@ struct QuietWorkTests {
         /// What the client received, in order: "signal First", "reply 7"…
         private(set) var received: [String] = []
 
-        init() throws {
+        /// - Parameter scheduler: times the pause instead of GLib (the test moves it by hand).
+        init(scheduler: ManualScheduler? = nil) throws {
             session = try SessionEnvironment()
             bus = try PrivateBus(environment: session)
             let service = try Connection.bus(address: bus.address)
             let loop = self.loop
-            try loop.withThreadDefault { try DBusMainLoopBridge.attach(service, to: loop) }
+            try loop.withThreadDefault { try DBusMainLoopBridge.attach(service, to: loop, scheduler: scheduler) }
             self.service = service
             client = try Connection.bus(address: bus.address)
             try client.addMatch("type='signal',path='/com/example/Quiet'")
@@ -72,9 +73,10 @@ struct QuietWorkTests {
         }
     }
 
-    @Test("Without other traffic the work runs after a pause, not inside the call that hands it over")
+    @Test("Without other traffic the work runs once its pause has passed, not inside the call that hands it over")
     func runsAfterAPause() throws {
-        let pair = try Pair()
+        let scheduler = ManualScheduler(now: 0)
+        let pair = try Pair(scheduler: scheduler)
         var ran = 0
         pair.loop.withThreadDefault {
             pair.service.whenQuiet {
@@ -83,7 +85,9 @@ struct QuietWorkTests {
             }
         }
         #expect(ran == 0)
-        pair.runLoop { ran > 0 }
+        scheduler.advance(byMilliseconds: 0)
+        #expect(ran == 0, "ran before its pause")
+        scheduler.advance(byMilliseconds: 1)
         #expect(ran == 1)
         #expect(pair.receive(1) == ["signal Late"])
     }

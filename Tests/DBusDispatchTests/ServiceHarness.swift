@@ -13,6 +13,8 @@ final class ServiceHarness: @unchecked Sendable {
     let session: SessionEnvironment
     let bus: PrivateBus
     private let loop: MainLoop
+    /// The service's time when the test moves it by hand.
+    let scheduler: ManualScheduler?
     private let threadState = ServiceThreadState()
     private var isStopped = false
     let procRoot: TemporaryDirectory
@@ -25,10 +27,11 @@ final class ServiceHarness: @unchecked Sendable {
     ///   - confinedAs: when set, every in-process client appears as this Flatpak app.
     ///   - stateDirectory, configDirectory: where saved activities and settings live (nil: memory only).
     ///   - clock: the service's wall clock (Unix µs).
+    ///   - scheduler: time for the service, moved by hand (``advance(byMilliseconds:)``); replaces `clock`.
     ///   - identityLookupFault: the service's ``ServiceConfiguration/identityLookupFault``.
     ///   - daemonPath: the bus's `dbus-daemon` (``PrivateBus/defaultDaemonPath``).
     init(confinedAs flatpakApp: String? = nil, stateDirectory: String? = nil, configDirectory: String? = nil,
-         clock: (@Sendable () -> Int64)? = nil,
+         clock: (@Sendable () -> Int64)? = nil, scheduler: ManualScheduler? = nil,
          identityLookupFault: (@Sendable (String) -> DBusFailure?)? = nil,
          daemonPath: String = PrivateBus.defaultDaemonPath) throws {
         session = try SessionEnvironment()
@@ -55,6 +58,7 @@ final class ServiceHarness: @unchecked Sendable {
         let address = bus.address
         let loopBox = UncheckedBox(loop)
         let configurationBox = UncheckedBox(configuration)
+        self.scheduler = scheduler
         // The thread holds only this state, never the harness: the harness's
         // deinit (which stops the loop) must be able to run.
         let state = threadState
@@ -62,9 +66,9 @@ final class ServiceHarness: @unchecked Sendable {
             let loop = loopBox.value
             do {
                 let connection = try Connection.bus(address: address)
-                try DBusMainLoopBridge.attach(connection, to: loop)
+                try DBusMainLoopBridge.attach(connection, to: loop, scheduler: scheduler)
                 let service = try loop.withThreadDefault {
-                    try UserActivityService(bus: connection, loop: loop, configuration: configurationBox.value,
+                    try UserActivityService(bus: connection, loop: loop, scheduler: scheduler, configuration: configurationBox.value,
                                             log: Logger(label: "test-service"))
                 }
                 try loop.withThreadDefault { try service.export() }
@@ -96,6 +100,27 @@ final class ServiceHarness: @unchecked Sendable {
     }
 
     deinit { stop() }
+
+    /// Runs `body` on the service's thread, between two turns of its loop, and returns its result.
+    func onLoop<T>(_ body: @escaping () -> T) -> T {
+        let done = DispatchSemaphore(value: 0)
+        let result = UncheckedBox<T?>(nil)
+        let source = loop.idle {
+            result.value = body()
+            done.signal()
+        }
+        // A failure guard: a loop that stopped never runs it.
+        let ran = done.wait(timeout: .now() + 60) == .success
+        withExtendedLifetime(source) {}
+        precondition(ran, "the service's loop did not run the work within 60 s")
+        return result.value!
+    }
+
+    /// Moves the service's ``ManualScheduler`` forward on its thread (timers due run there).
+    func advance(byMilliseconds milliseconds: Int64) {
+        guard let scheduler else { preconditionFailure("the harness was made without a manual scheduler") }
+        onLoop { scheduler.advance(byMilliseconds: milliseconds) }
+    }
 
     /// A new client connection to the private bus.
     func client() throws -> Connection { try Connection.bus(address: bus.address) }

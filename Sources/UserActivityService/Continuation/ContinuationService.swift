@@ -34,10 +34,14 @@ import UserActivityCore
 ///   receive it, `NoHandler` otherwise. Unknown origin (no publisher, every
 ///   declaring app a candidate) is for unconfined callers only.
 final class ContinuationService {
-    unowned let service: UserActivityService
-    var handlers = ContinuationHandlerTable()
+    let context: ServiceContext
+    /// The context's table, changed in place.
+    var handlers: ContinuationHandlerTable {
+        get { context.continuationHandlers }
+        _modify { yield &context.continuationHandlers }
+    }
     let tokens = ContinuationTokenBook()
-    private(set) var needsSave: NeedsSaveRequests!
+    let needsSave: NeedsSaveRequests
 
     private(set) var pending: [UInt64: PendingContinuation] = [:]
     private var nextSerial: UInt64 = 1
@@ -50,15 +54,15 @@ final class ContinuationService {
     /// own deadline, so that our timer (with the right error) fires first.
     static let replySlackMilliseconds: Int64 = 1000
 
-    init(service: UserActivityService) {
-        self.service = service
-        self.needsSave = NeedsSaveRequests(continuation: self)
+    init(context: ServiceContext) {
+        self.context = context
+        self.needsSave = NeedsSaveRequests(context: context)
     }
 
-    var log: Logger { service.log }
-    var bus: Connection { service.bus }
-    var registry: ActivityRegistry { service.registry }
-    func now() -> Int64 { service.configuration.clock() }
+    var log: Logger { context.log }
+    var bus: Connection { context.bus }
+    var registry: ActivityRegistry { context.registry }
+    func now() -> Int64 { context.scheduler.now }
 
     // MARK: Manager methods
 
@@ -67,7 +71,7 @@ final class ContinuationService {
         let type = invocation.string(0)
         let entries = invocation.entries(1)
         let optionEntries = invocation.entries(2)
-        service.withCaller(invocation) { [unowned self] identity in
+        context.withCaller(invocation) { [unowned self] identity in
             var payload = try ContinuationPayload.fromOutside(type: type, entries: entries, limits: registry.limits)
             let options = try ContinuationOptions.parse(optionEntries, method: "ContinueActivity")
             if identity.isConfined {
@@ -93,9 +97,9 @@ final class ContinuationService {
     func continueSavedActivity(_ invocation: Invocation) {
         let savedID = invocation.string(0)
         let optionEntries = invocation.entries(1)
-        service.withCaller(invocation) { [unowned self] identity in
+        context.withCaller(invocation) { [unowned self] identity in
             let options = try ContinuationOptions.parse(optionEntries, method: "ContinueSavedActivity")
-            let entry = try service.saved.load(savedID: savedID, now: now())
+            let entry = try context.saved.load(savedID: savedID, now: now())
             // Another app's entry is reported as missing to a confined caller,
             // so that it learns nothing about what other apps saved.
             guard let entry, ContinuationPlanner.mayContinueSaved(of: entry.appID, visibleApp: identity.visibleApp()) else {
@@ -112,7 +116,7 @@ final class ContinuationService {
     /// `Activity.Continue(a{sv} options) → (s app_id)`: the live activity is the origin.
     func continueLiveActivity(_ invocation: Invocation) {
         let optionEntries = invocation.entries(0)
-        service.withCaller(invocation) { [unowned self] identity in
+        context.withCaller(invocation) { [unowned self] identity in
             guard let id = invocation.activityID, let activity = registry.activity(id) else {
                 throw UserActivityError(.unknownObject, "no activity at \(invocation.message.path ?? "?"): it was invalidated or its connection closed")
             }
@@ -152,7 +156,7 @@ final class ContinuationService {
     /// the payload for another device, after NeedsSave, without continuing here.
     func fetchForHandoff(_ invocation: Invocation) {
         let optionEntries = invocation.entries(1)
-        service.withCaller(invocation) { [unowned self] identity in
+        context.withCaller(invocation) { [unowned self] identity in
             let (id, activity) = try handoffOrigin(invocation, identity)
             let date = activity.properties.expirationDate
             if activity.hasExpired || (date != 0 && date <= now()) {
@@ -181,20 +185,20 @@ final class ContinuationService {
     /// `MarkContinued(o activity, s by_app_id)`: continued on another device.
     func markContinued(_ invocation: Invocation) {
         let app = invocation.string(1)
-        service.withCaller(invocation) { [unowned self] identity in
+        context.withCaller(invocation) { [unowned self] identity in
             let (id, origin) = try handoffOrigin(invocation, identity)
             try ReverseDNSName.validate(app, as: "by_app_id")
             invocation.reply()
-            service.signal(UserActivityService.path(of: id), Interfaces.activityName, "Continued",
-                           to: service.callers.readers(of: origin.appID), [.string(app)])
+            context.signal(UserActivityService.path(of: id), Interfaces.activityName, "Continued",
+                           to: context.callers.readers(of: origin.appID), [.string(app)])
         }
     }
 
     /// `RegisterHandler(o handler)`: the caller's app receives continuations there.
     func registerHandler(_ invocation: Invocation) {
         let path = invocation.arguments[0].objectPathValue ?? "/"
-        service.withCaller(invocation) { [unowned self] identity in
-            let app = try identity.actingApp(claim: nil, catalog: service.catalog)
+        context.withCaller(invocation) { [unowned self] identity in
+            let app = try identity.actingApp(claim: nil, catalog: context.catalog)
             let replaced = handlers.register(RegisteredHandler(app: app, connection: invocation.sender, path: path))
             log.debug("continuation handler registered", metadata: [
                 "app": "\(app)", "sender": "\(invocation.sender)", "path": "\(path)",
@@ -232,7 +236,7 @@ final class ContinuationService {
         // through our own connection counts against the shell or app that
         // asked them, not against the service's connection.
         let limits = registry.limits
-        let accounted = service.desktopContinuationCaller(of: invocation)
+        let accounted = context.desktopContinuationCaller(of: invocation)
             ?? AccountedCaller(connection: invocation.sender, confinedApp: identity.isConfined ? identity.process.appID ?? "" : nil)
         let fromCaller = pending.values.lazy.filter { $0.accounted.connection == accounted.connection }.count
         guard fromCaller < limits.maximumPendingContinuationsPerConnection else {
@@ -287,8 +291,8 @@ final class ContinuationService {
         // continues would be a record of what they did (and a write per call).
         log.debug("activity continued", metadata: ["continuation": "\(continuation.summary)", "by": "\(app)"])
         if let originID = continuation.originID, let origin = registry.activity(originID) {
-            service.signal(UserActivityService.path(of: originID), Interfaces.activityName, "Continued",
-                           to: service.callers.readers(of: origin.appID), [.string(app)])
+            context.signal(UserActivityService.path(of: originID), Interfaces.activityName, "Continued",
+                           to: context.callers.readers(of: origin.appID), [.string(app)])
         }
     }
 

@@ -17,8 +17,8 @@ extension ContinuationService {
     /// origin app itself, blocked in this very call.
     func openContinuationStream(_ invocation: Invocation) {
         let value = invocation.string(0)
-        service.withCaller(invocation) { [unowned self] identity in
-            let identified = (try? identity.actingApp(claim: nil, catalog: service.catalog)) != nil || !identity.claimedApps.isEmpty
+        context.withCaller(invocation) { [unowned self] identity in
+            let identified = (try? identity.actingApp(claim: nil, catalog: context.catalog)) != nil || !identity.claimedApps.isEmpty
             let caller = identity
             let token = try tokens.redeem(
                 value, callerIsIdentified: identified, callerMayActFor: { caller.mayActFor(app: $0) },

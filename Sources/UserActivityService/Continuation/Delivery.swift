@@ -14,7 +14,7 @@ extension ContinuationService {
             target = try ContinuationPlanner.plan(
                 type: continuation.payload.activityType, publisher: continuation.payload.publisher,
                 properties: continuation.payload.properties, targetAppID: continuation.options.targetAppID,
-                catalog: service.catalog, hasHandler: { handlers.hasHandler($0) }, fileExists: { pathExists($0) })
+                catalog: context.catalog, hasHandler: { handlers.hasHandler($0) }, fileExists: { pathExists($0) })
         } catch {
             finish(continuation, failure: error)
             return
@@ -48,7 +48,7 @@ extension ContinuationService {
 
     private func armDeadline(_ continuation: PendingContinuation) {
         let milliseconds = UInt32(clamping: max(0, continuation.deadline - now()) / 1000 + 1)
-        continuation.timer = service.loop.after(milliseconds: milliseconds) { [unowned self] in
+        continuation.timer = context.scheduler.after(milliseconds: milliseconds) { [unowned self] in
             continuation.timer = nil
             deadlinePassed(continuation)
         }
@@ -180,7 +180,7 @@ extension ContinuationService {
         // from NameOwnerChanged, which comes before the reply of an app the
         // call activated) or the bus may answer.
         bus.callAsync(message, timeoutMilliseconds: replyTimeout(continuation), acceptingReplyFrom: { [unowned self] sender in
-            sender == Connection.busDriverName || sender == service.callers.owner(of: app)
+            sender == Connection.busDriverName || sender == context.callers.owner(of: app)
         }) { [unowned self] result in
             guard !continuation.isFinished else { return }
             switch result {
@@ -277,7 +277,7 @@ extension ContinuationService {
     /// continuation (a sandboxed caller's app, else its connection); the
     /// error to answer with when that budget is spent.
     private func takeLaunch(_ continuation: PendingContinuation, what: String) -> UserActivityError? {
-        service.takeLaunch(launchKey(continuation), what: what)
+        context.takeLaunch(launchKey(continuation), what: what)
     }
 
     /// Whose budget a continuation draws on: a sandboxed caller's app, else its connection.

@@ -24,7 +24,7 @@ final class NeedsSaveRequests {
 
     private final class Waiter {
         let completion: () -> Void
-        var timer: GLibSource?
+        var timer: ScheduledWork?
         var isDone = false
         init(_ completion: @escaping () -> Void) { self.completion = completion }
 
@@ -44,21 +44,19 @@ final class NeedsSaveRequests {
         var snapshot: LiveActivity
     }
 
-    private unowned let continuation: ContinuationService
+    private let context: ServiceContext
     private var inFlight: [String: [Waiter]] = [:]
     private var deferredSaves: [String: DeferredSave] = [:]
     /// Idle callbacks that will start a deferred save's SaveActivity call.
     private var idleStarts: [String: GLibSource] = [:]
 
-    init(continuation: ContinuationService) {
-        self.continuation = continuation
+    init(context: ServiceContext) {
+        self.context = context
     }
-
-    private var service: UserActivityService { continuation.service }
 
     /// Whether reading `activity` must wait for its owner's SaveActivity.
     func mustRefresh(_ activity: LiveActivity) -> Bool {
-        activity.properties.needsSave && continuation.handlers.hasHandler(activity.appID)
+        activity.properties.needsSave && context.continuationHandlers.hasHandler(activity.appID)
     }
 
     /// Takes over a saved-copy write that must wait for fresh data; the
@@ -79,7 +77,7 @@ final class NeedsSaveRequests {
         deferredSaves[activity.id] = DeferredSave(uses: [countsAsUse], snapshot: activity)
         let id = activity.id
         // A GLibSource is cancelled when released: keep it until it ran.
-        idleStarts[id] = service.loop.idle { [weak self] in
+        idleStarts[id] = context.loop.idle { [weak self] in
             self?.idleStarts[id] = nil
             self?.refresh(id, timeoutMilliseconds: Self.savingTimeoutMilliseconds) { [weak self] in
                 self?.writeDeferredSave(id)
@@ -90,18 +88,18 @@ final class NeedsSaveRequests {
 
     private func writeDeferredSave(_ id: String) {
         guard let deferred = deferredSaves.removeValue(forKey: id) else { return }
-        let activity = service.registry.activity(id) ?? deferred.snapshot
+        let activity = context.registry.activity(id) ?? deferred.snapshot
         let uses = deferred.uses.filter { $0 }.count
         do {
             if uses == 0 {
-                try service.saved.save(activity, countsAsUse: false, now: continuation.now())
+                try context.saved.save(activity, countsAsUse: false, now: context.scheduler.now)
             } else {
-                for _ in 0..<uses { try service.saved.save(activity, countsAsUse: true, now: continuation.now()) }
+                for _ in 0..<uses { try context.saved.save(activity, countsAsUse: true, now: context.scheduler.now) }
             }
-            continuation.log.debug("saved copy written after SaveActivity", metadata: ["activity": "\(id)", "uses": "\(uses)"])
+            context.log.debug("saved copy written after SaveActivity", metadata: ["activity": "\(id)", "uses": "\(uses)"])
         } catch {
             // Nobody waits for this write (BecomeCurrent already answered): the journal is the only place to say so.
-            continuation.log.error("could not write the saved copy of activity \(id) after SaveActivity: \(error)")
+            context.log.error("could not write the saved copy of activity \(id) after SaveActivity: \(error)")
         }
     }
 
@@ -109,13 +107,13 @@ final class NeedsSaveRequests {
     /// when the answer was applied, the call failed, or the time limit passed
     /// (possibly at once, when there is nobody to ask).
     func refresh(_ activityID: String, timeoutMilliseconds: UInt32, completion: @escaping () -> Void) {
-        guard let activity = service.registry.activity(activityID), mustRefresh(activity),
-              let handler = continuation.handlers.handler(for: activity.appID) else {
+        guard let activity = context.registry.activity(activityID), mustRefresh(activity),
+              let handler = context.continuationHandlers.handler(for: activity.appID) else {
             completion()
             return
         }
         let waiter = Waiter(completion)
-        waiter.timer = service.loop.after(milliseconds: timeoutMilliseconds) { [weak waiter] in
+        waiter.timer = context.scheduler.after(milliseconds: timeoutMilliseconds) { [weak waiter] in
             waiter?.timer = nil
             waiter?.resolve()
         }
@@ -126,11 +124,11 @@ final class NeedsSaveRequests {
         inFlight[activityID] = [waiter]
         do {
             let message = try AppMessages.handlerCall(handler, "SaveActivity", [.objectPath(UserActivityService.path(of: activityID))])
-            service.bus.callAsync(message, timeoutMilliseconds: Int32(clamping: Int64(timeoutMilliseconds))) { [weak self] result in
+            context.bus.callAsync(message, timeoutMilliseconds: Int32(clamping: Int64(timeoutMilliseconds))) { [weak self] result in
                 self?.answered(activityID, app: activity.appID, result)
             }
         } catch {
-            continuation.log.error("could not build SaveActivity: \(error)")
+            context.log.error("could not build SaveActivity: \(error)")
             answered(activityID, app: activity.appID, .failure(DBusFailure(name: "org.freedesktop.DBus.Error.Failed", message: "\(error)")))
         }
     }
@@ -141,7 +139,7 @@ final class NeedsSaveRequests {
         case .success(let reply):
             apply(reply, to: activityID, app: app, someoneWaits: waiters.contains { !$0.isDone } || deferredSaves[activityID] != nil)
         case .failure(let failure):
-            continuation.log.warning("SaveActivity failed; the activity is read with its data as they are", metadata: [
+            context.log.warning("SaveActivity failed; the activity is read with its data as they are", metadata: [
                 "app": "\(app)", "activity": "\(activityID)", "error": "\(failure.name): \(failure.message)",
             ])
         }
@@ -155,8 +153,8 @@ final class NeedsSaveRequests {
     /// the answer leaves the data as they are but still clears NeedsSave: the
     /// owner was asked and answered.
     private func apply(_ reply: Message, to activityID: String, app: String, someoneWaits: Bool) {
-        guard service.registry.activity(activityID) != nil else { return }
-        let registry = service.registry
+        guard context.registry.activity(activityID) != nil else { return }
+        let registry = context.registry
         let cleared: (String, TypedValue) = ("needs-save", .boolean(false))
         var events: [RegistryEvent]
         do {
@@ -166,23 +164,23 @@ final class NeedsSaveRequests {
                 throw UserActivityError.invalidArgument("SaveActivity must answer (a{sv}), not (\(reply.signature))")
             }
             let fresh = entries.filter { !["app-id", "activity-type", "needs-save"].contains($0.0) } + [cleared]
-            events = try registry.update(activityID, with: try ActivityPatch.parse(fresh, allowsAppIDClaim: false), now: continuation.now())
+            events = try registry.update(activityID, with: try ActivityPatch.parse(fresh, allowsAppIDClaim: false), now: context.scheduler.now)
         } catch {
-            continuation.log.warning("SaveActivity's answer was not applied; the data stay as they are", metadata: [
+            context.log.warning("SaveActivity's answer was not applied; the data stay as they are", metadata: [
                 "app": "\(app)", "activity": "\(activityID)", "error": "\(error)",
             ])
             events = (try? registry.update(activityID, with: try ActivityPatch.parse([cleared], allowsAppIDClaim: false),
-                                           now: continuation.now())) ?? []
+                                           now: context.scheduler.now)) ?? []
         }
         if someoneWaits {
             // The waiters read (and the deferred save writes) the fresh data themselves.
             events.removeAll { if case .saveRequested = $0 { return true } else { return false } }
         } else {
             // A late answer: keep the saved copy of a current activity in step, as any update would.
-            do { try service.persist(events) } catch {
-                continuation.log.error("could not update the saved copy after a late SaveActivity answer: \(error)")
+            do { try context.persist(events, deferringTo: self) } catch {
+                context.log.error("could not update the saved copy after a late SaveActivity answer: \(error)")
             }
         }
-        service.emit(events)
+        context.afterReply(Changes(events))
     }
 }

@@ -39,7 +39,7 @@ final class PendingContinuation {
     /// When delivery must have succeeded (Unix µs, the service clock).
     var deadline: Int64 = 0
     /// Fires at ``deadline``.
-    var timer: GLibSource?
+    var timer: ScheduledWork?
 
     /// Whom it counts against in the continuation limits.
     let accounted: AccountedCaller

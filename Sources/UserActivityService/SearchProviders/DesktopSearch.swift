@@ -46,7 +46,7 @@ extension UserActivityService {
     /// Search for a shell, with the manager's visibility rule: a sandboxed
     /// caller sees only its own app's entries (`visibleApp`), the shell all.
     func desktopSearch(_ query: String, visibleApp: String?, limit: Int = desktopSearchLimit) throws -> [SearchHit] {
-        try saved.searchHits(query: query, limit: limit, appID: visibleApp, now: configuration.clock())
+        try saved.searchHits(query: query, limit: limit, appID: visibleApp, now: scheduler.now)
     }
 
     /// The saved entry `savedID` when it exists and the caller may see it.
@@ -54,7 +54,7 @@ extension UserActivityService {
     /// An entry of another app is reported as missing to a sandboxed caller,
     /// as the manager's ContinueSavedActivity does, so it learns nothing.
     func desktopSearchEntry(_ savedID: String, visibleApp: String?) throws -> SavedActivitySummary? {
-        let entry = try saved.load(savedID: savedID, now: configuration.clock())
+        let entry = try saved.load(savedID: savedID, now: scheduler.now)
         guard let entry, visibleApp == nil || entry.appID == visibleApp else { return nil }
         return entry.summary
     }
@@ -112,7 +112,7 @@ extension UserActivityService {
         // slack, so the manager's own error (RemoteApplicationTimedOut) wins.
         var serial: UInt32 = 0
         bus.callAsync(call, timeoutMilliseconds: 25_000) { [weak self] result in
-            if serial != 0 { self?.desktopContinuationCallers[serial] = nil }
+            if serial != 0 { self?.context.desktopContinuationCallers[serial] = nil }
             switch result {
             case .success(let reply):
                 let app = (try? reply.arguments())?.first?.stringValue ?? ""
@@ -126,13 +126,7 @@ extension UserActivityService {
         }
         // libdbus numbered the call when it queued it; we read it back before the loop does.
         serial = call.serial
-        if serial != 0 { desktopContinuationCallers[serial] = caller }
-    }
-
-    /// Whom a ContinueSavedActivity we forwarded to ourselves counts against; nil for any other call.
-    func desktopContinuationCaller(of invocation: Invocation) -> AccountedCaller? {
-        guard invocation.sender == bus.uniqueName else { return nil }
-        return desktopContinuationCallers[invocation.message.serial]
+        if serial != 0 { context.desktopContinuationCallers[serial] = caller }
     }
 }
 

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: Apache-2.0
+import DBusKit
+import Foundation
+import GLibSupport
+import TestSupport
+import Testing
+import TypedValues
+
+/// Expiry, donation batching and the pause before signals on a clock the
+/// test moves by hand: dates are reached by `advance`, never by sleeping, so
+/// load cannot change the outcome.
+@Suite struct ScheduledTimeTests {
+    private static let start: Int64 = 1_800_000_000_000_000
+    private static let editType = "com.example.Editor.edit-document"
+    private static let claimEditor: (String, TypedValue) = ("app-id", .string(ServiceHarness.editor))
+
+    @Test("A current activity stays current until its expiration date, then stops being current and cannot become current again")
+    func expiresAtItsDate() throws {
+        let scheduler = ManualScheduler(now: Self.start)
+        let harness = try ServiceHarness(scheduler: scheduler)
+        let client = try harness.client()
+        let path = try client.createActivity(Self.editType, [Self.claimEditor, ("title", .string("Short-lived")),
+                                                             ("expiration-date", .int64(Self.start + 60_000_000))],
+                                             becomeCurrent: true)
+        #expect(try client.property(managerPath, managerInterface, "CurrentActivity") == .objectPath(path))
+
+        harness.advance(byMilliseconds: 59_000)
+        #expect(try client.property(managerPath, managerInterface, "CurrentActivity") == .objectPath(path))
+        #expect(try client.property(path, activityInterface, "Title") == .string("Short-lived"))
+
+        harness.advance(byMilliseconds: 2_000)
+        #expect(try client.property(managerPath, managerInterface, "CurrentActivity") == .objectPath("/"))
+        #expect(try client.property(path, activityInterface, "Current") == .boolean(false))
+        #expect(dbusErrorName { try client.callService(on: path, activityInterface, "BecomeCurrent") }
+                == "org.example.UserActivity.Error.Expired")
+        // It stays on the bus until invalidated.
+        #expect(try client.property(path, activityInterface, "Title") == .string("Short-lived"))
+    }
+
+    @Test("A donation is answered once its batch is written: at the batching deadline when the loop stays busy")
+    func donationWaitsForItsBatch() throws {
+        let scheduler = ManualScheduler(now: Self.start)
+        let harness = try ServiceHarness(scheduler: scheduler)
+        let client = try harness.client()
+        let donate = Message.methodCall(destination: "org.example.UserActivity", path: managerPath,
+                                        interface: managerInterface, member: "Donate")
+        try donate.append([.string(Self.editType), .stringVariantDictionary([Self.claimEditor, ("title", .string("Batched"))])])
+        final class Answer: @unchecked Sendable { var result: Result<Message, DBusFailure>? }
+        let answer = Answer()
+        client.callAsync(donate, timeoutMilliseconds: 30_000) { answer.result = $0 }
+        client.flush()
+        // The write waits for both the idle work and the deadline timer.
+        #expect(waitUntil(timeout: 30) { harness.onLoop { scheduler.pendingCount } == 2 })
+        _ = client.readWriteDispatch(timeoutMilliseconds: 0)
+        #expect(answer.result == nil, "answered before the batch was written")
+
+        harness.advance(byMilliseconds: 5)
+        #expect(harness.onLoop { scheduler.pendingCount } == 0, "the write cancelled the idle work it made unnecessary")
+        let deadline = Date().addingTimeInterval(30)
+        while answer.result == nil, Date() < deadline { _ = client.readWriteDispatch(timeoutMilliseconds: 200) }
+        let savedID = try #require(answer.result).get().arguments().first?.stringValue ?? ""
+        #expect(savedID.count == 32)
+    }
+
+    @Test("The pause before a call's signals is timed by the service's scheduler; they go out once it passes")
+    func signalPauseIsOnTheScheduler() throws {
+        let scheduler = ManualScheduler(now: Self.start)
+        let harness = try ServiceHarness(scheduler: scheduler)
+        let owner = try harness.client()
+        let watcher = try harness.client()
+        try watcher.addMatch("type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'")
+        // The service sends its signals only to connections that have called it.
+        _ = try watcher.property(managerPath, managerInterface, "Version")
+        let path = try owner.createActivity(Self.editType, [Self.claimEditor, ("title", .string("One"))])
+        harness.advance(byMilliseconds: 1)
+        var titles: [TypedValue] = []
+        try watcher.addFilter { message in
+            if message.member == "PropertiesChanged", message.path == path,
+               let entries = (try? message.arguments())?[1].stringVariantEntries {
+                titles += entries.filter { $0.0 == "Title" }.map { $0.1.unwrappedVariant }
+            }
+            return false
+        }
+
+        try owner.callService(on: path, activityInterface, "Update", [.stringVariantDictionary([("title", .string("Two"))])])
+        // Answered; its signal waits for the pause, which only the scheduler can end.
+        #expect(harness.onLoop { scheduler.pendingCount } == 1)
+        harness.advance(byMilliseconds: 1)
+        #expect(harness.onLoop { scheduler.pendingCount } == 0)
+        _ = waitUntil(timeout: 30) {
+            watcher.readWriteDispatch(timeoutMilliseconds: 50)
+            return !titles.isEmpty
+        }
+        #expect(titles == [.string("Two")])
+    }
+}
