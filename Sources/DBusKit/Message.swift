@@ -158,30 +158,8 @@ public final class Message: @unchecked Sendable {
         return values.map { $0.replacingFileDescriptors() }
     }
 
-    /// Decodes every argument of the body.
+    /// Decodes every argument of the body, with libdbus's iterators.
     public func arguments() throws(DBusFailure) -> [TypedValue] {
-        let signature = self.signature
-        if signature.isEmpty { return [] }
-        // One basic value (a handler's `b`, a `s` reply): reading it in place
-        // costs less than copying the message out to decode it.
-        if signature.utf8.count == 1 && signature != "v" { return try argumentsThroughIterators() }
-        if let decoded = decodedFromBytes(signature: signature) { return decoded }
-        return try argumentsThroughIterators()
-    }
-
-    /// The arguments read from a copy of the message's bytes (see ``WireDecoder``); nil when it declines.
-    func decodedFromBytes(signature: String) -> [TypedValue]? {
-        if signature.isEmpty { return [] }
-        var bytes: UnsafeMutablePointer<CChar>?
-        var length: Int32 = 0
-        guard dbus_message_marshal(pointer, &bytes, &length) != 0, let bytes else { return nil }
-        defer { dbus_free(bytes) }
-        return WireDecoder.arguments(ofMarshalled: UnsafeRawBufferPointer(start: bytes, count: Int(length)),
-                                     signature: signature)
-    }
-
-    /// The arguments read with libdbus's iterators.
-    func argumentsThroughIterators() throws(DBusFailure) -> [TypedValue] {
         var iterator = DBusMessageIter()
         guard dbus_message_iter_init(pointer, &iterator) != 0 else { return [] }
         return try MessageReader.readAll(&iterator)

@@ -14,7 +14,10 @@ public enum GLibURI {
     /// `https:` URL with a host name. Control characters and white space are
     /// never allowed (GLib keeps a tab inside a host).
     public static func isValid(_ text: String, webOnly: Bool) -> Bool {
-        for scalar in text.unicodeScalars where scalar.value <= 0x20 || scalar.value == 0x7F || scalar.properties.isWhitespace {
+        // Unicode's white space above U+0020 is all outside ASCII: the
+        // property lookup (the costly part) is left for those scalars.
+        for scalar in text.unicodeScalars
+        where scalar.value <= 0x20 || scalar.value == 0x7F || (scalar.value >= 0x80 && scalar.properties.isWhitespace) {
             return false
         }
         // GLib takes a bare "scheme:" for an absolute URI; nothing could open it.

@@ -49,21 +49,21 @@ struct AppShareTests {
         let harness = try InProcessService(limits: Self.small())
         let connections = try (0..<3).map { _ in try harness.client(as: .flatpak(UA.sandboxed)) }
         /// ContinueActivity of the editor's type (no app-id: a sandboxed caller may not name another publisher).
-        func send(_ client: Client) throws {
+        func send(_ client: BusClient) throws {
             let message = Message.methodCall(destination: UA.busName, path: UA.managerPath, interface: UA.manager, member: "ContinueActivity")
             try message.append([.string(UA.editType), .stringVariantDictionary([]),
                                 .stringVariantDictionary([("timeout-ms", .uint32(60_000))])])
             client.connection.send(message)
         }
-        func continueNow(_ client: Client, timeoutMilliseconds: UInt32 = 60_000) -> String? {
-            client.call(UA.managerPath, UA.manager, "ContinueActivity", [
+        func continueNow(_ client: BusClient, timeoutMilliseconds: UInt32 = 60_000) -> String? {
+            client.attempt(UA.managerPath, UA.manager, "ContinueActivity", [
                 .string(UA.editType), .stringVariantDictionary([]),
                 .stringVariantDictionary([("timeout-ms", .uint32(timeoutMilliseconds))]),
             ], timeoutMilliseconds: 5000).errorName
         }
         for connection in connections[0..<2] {
             for _ in 0..<3 { try send(connection) }
-            _ = try connection.must(UA.managerPath, UA.properties, "GetAll", [.string(UA.manager)]) // all handled, in order
+            _ = try connection.call(UA.managerPath, UA.properties, "GetAll", [.string(UA.manager)]) // all handled, in order
         }
         let refused = continueNow(connections[2])
         #expect(refused == UA.error(.limitExceeded), "the 7th continuation of the app, from a connection that has none: \(refused ?? "accepted")")
@@ -84,8 +84,8 @@ struct AppShareTests {
         let harness = try InProcessService(limits: limits, clock: { clock.now })
         let app = try harness.client(as: .flatpak(UA.sandboxed))
         /// A continuation into the editor, which is launched (`Exec=/bin/true`) and never registers a handler.
-        func launchEditor(_ client: Client) -> DBusFailure? {
-            let result = client.call(UA.managerPath, UA.manager, "ContinueActivity", [
+        func launchEditor(_ client: BusClient) -> DBusFailure? {
+            let result = client.attempt(UA.managerPath, UA.manager, "ContinueActivity", [
                 .string(UA.editType), .stringVariantDictionary([]),
                 .stringVariantDictionary([("timeout-ms", .uint32(100))]),
             ], timeoutMilliseconds: 10_000)
@@ -145,12 +145,12 @@ struct AppShareTests {
             try message.append([.string(mine), .stringArray([]), .uint32(0)])
             attacker.connection.send(message)
         }
-        _ = try attacker.must(UA.managerPath, UA.properties, "GetAll", [.string(UA.manager)])
-        let more = attacker.call(searchPath, searchInterface, "ActivateResult", [.string(mine), .stringArray([]), .uint32(0)], timeoutMilliseconds: 5000)
+        _ = try attacker.call(UA.managerPath, UA.properties, "GetAll", [.string(UA.manager)])
+        let more = attacker.attempt(searchPath, searchInterface, "ActivateResult", [.string(mine), .stringArray([]), .uint32(0)], timeoutMilliseconds: 5000)
         #expect(more.errorName == UA.error(.limitExceeded), "the app's own connection is at its limit: \(more)")
         // The shell's ActivateResult is not held by the app's continuations.
         let shell = try harness.client()
-        let activated = shell.call(searchPath, searchInterface, "ActivateResult", [.string(shellsEntry), .stringArray([]), .uint32(0)],
+        let activated = shell.attempt(searchPath, searchInterface, "ActivateResult", [.string(shellsEntry), .stringArray([]), .uint32(0)],
                                    timeoutMilliseconds: 20_000)
         #expect(activated.errorName == nil, "the shell's ActivateResult: \(activated)")
     }

@@ -66,7 +66,7 @@ struct AuthorizationMatrixTests {
     struct Context {
         let harness: InProcessService
         /// A connection of the owning app that creates the targets.
-        let editor: Client
+        let editor: BusClient
 
         /// A new live activity of the editor (eligible for handoff or not).
         func activity(handoff: Bool = true) throws -> String {
@@ -86,7 +86,7 @@ struct AuthorizationMatrixTests {
         }
     }
 
-    typealias Call = (Context, Client) throws -> Result<[TypedValue], DBusFailure>
+    typealias Call = (Context, BusClient) throws -> Result<[TypedValue], DBusFailure>
 
     struct Row {
         let interface: String
@@ -114,12 +114,12 @@ struct AuthorizationMatrixTests {
     static let readers: [MatrixCaller: Expectation] = allow(except: [.confinedOther: .accessDenied])
 
     static func manager(_ member: String, _ arguments: @escaping (Context) throws -> [TypedValue]) -> Call {
-        { context, client in client.call(UA.managerPath, UA.manager, member, try arguments(context)) }
+        { context, client in client.attempt(UA.managerPath, UA.manager, member, try arguments(context)) }
     }
 
     static func onActivity(_ interface: String, _ member: String, handoff: Bool = true,
                            _ arguments: [TypedValue] = []) -> Call {
-        { context, client in client.call(try context.activity(handoff: handoff), interface, member, arguments) }
+        { context, client in client.attempt(try context.activity(handoff: handoff), interface, member, arguments) }
     }
 
     static func properties(_ entries: [(String, TypedValue)]) -> TypedValue { .stringVariantDictionary(entries) }
@@ -203,15 +203,15 @@ struct AuthorizationMatrixTests {
             call: manager("ForgetAll") { context in _ = try context.savedID(); return [] },
             check: confinedCannotForget),
         Row(interface: UA.properties, member: "Get", variant: "manager Version", expected: allow(),
-            call: { _, client in client.call(UA.managerPath, UA.properties, "Get", [.string(UA.manager), .string("Version")]) }),
+            call: { _, client in client.attempt(UA.managerPath, UA.properties, "Get", [.string(UA.manager), .string("Version")]) }),
         Row(interface: UA.properties, member: "Get", variant: "manager Paused", expected: unconfinedOnly,
-            call: { _, client in client.call(UA.managerPath, UA.properties, "Get", [.string(UA.manager), .string("Paused")]) }),
+            call: { _, client in client.attempt(UA.managerPath, UA.properties, "Get", [.string(UA.manager), .string("Paused")]) }),
         Row(interface: UA.properties, member: "Set", variant: "manager Paused", expected: unconfinedOnly,
-            call: { _, client in client.call(UA.managerPath, UA.properties, "Set", [.string(UA.manager), .string("Paused"), .variant(.boolean(false))]) }),
+            call: { _, client in client.attempt(UA.managerPath, UA.properties, "Set", [.string(UA.manager), .string("Paused"), .variant(.boolean(false))]) }),
         Row(interface: UA.properties, member: "Set", variant: "manager CurrentActivity", expected: allow().mapValues { _ in .error(.propertyReadOnly) },
-            call: { _, client in client.call(UA.managerPath, UA.properties, "Set", [.string(UA.manager), .string("CurrentActivity"), .variant(.objectPath("/"))]) }),
+            call: { _, client in client.attempt(UA.managerPath, UA.properties, "Set", [.string(UA.manager), .string("CurrentActivity"), .variant(.objectPath("/"))]) }),
         Row(interface: UA.properties, member: "GetAll", variant: "manager", expected: allow(),
-            call: { _, client in client.call(UA.managerPath, UA.properties, "GetAll", [.string(UA.manager)]) },
+            call: { _, client in client.attempt(UA.managerPath, UA.properties, "GetAll", [.string(UA.manager)]) },
             check: { _, caller, result in
                 guard case .success(let reply) = result, let names = reply.first?.stringVariantEntries?.map(\.0) else { return nil }
                 return caller.isConfined == names.contains("Paused") ? "\(caller) got \(names)" : nil

@@ -172,7 +172,7 @@ struct DBusFuzzTests {
         let app = try daemon.connect()
         _ = try app.manager("RegisterApplication", [.string(UA.editor)])
         let path = try app.create(app: nil, [("title", .string("after the storm"))], becomeCurrent: true)
-        #expect(try app.property(UA.managerPath, UA.manager, "CurrentActivity") == .objectPath(path))
+        #expect(try app.property(UA.managerPath, "CurrentActivity", interface: UA.manager) == .objectPath(path))
         let savedID = try app.donate(app: nil, [("title", .string("survivor quokka")), ("eligible-for-search", .boolean(true))])
         #expect(try app.search("survivor quokka").contains { $0.savedID == savedID } || savedID.isEmpty,
                 "a donation after fuzzing can be found (empty only when the fuzzer paused saving)")
@@ -188,13 +188,13 @@ struct DBusFuzzTests {
     /// connection teardown is fuzzed too and live activities do not pile up).
     static func work(worker: Int, seed: UInt64, address: String, fileDescriptor: Int32, state: State, until done: (Int) -> Bool) {
         var fuzzer = CallFuzzer(seed: seed &+ UInt64(worker) &* 7919, fileDescriptor: fileDescriptor)
-        var client: Client?
+        var client: BusClient?
         var ownPaths: [String] = []
         var callsLeftOnConnection = 0
         while !state.shouldStop {
             if client == nil || callsLeftOnConnection <= 0 {
                 client?.close()
-                client = try? Client(address: address)
+                client = try? BusClient(address: address)
                 ownPaths = []
                 callsLeftOnConnection = fuzzer.input.int(50...400)
                 guard client != nil else {

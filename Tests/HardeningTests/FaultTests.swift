@@ -22,7 +22,7 @@ struct FaultTests {
         let daemon = try ActivatedDaemon()
         var pids: Set<pid_t> = [try daemon.activate()]
         // No per-app trimming of the oldest entries (default 1000): every donation must stay.
-        _ = try daemon.connect().must(UA.managerPath, UA.properties, "Set",
+        _ = try daemon.connect().call(UA.managerPath, UA.properties, "Set",
                                       [.string(UA.manager), .string("MaxSavedPerApplication"), .variant(.uint32(0))])
         let donors = 4
         let stop = Failures()
@@ -35,7 +35,7 @@ struct FaultTests {
                 guard let client = try? daemon.connect() else { return stop.add("donor \(donor) could not connect") }
                 var n = 0
                 while stop.items.isEmpty {
-                    let result = client.call(UA.managerPath, UA.manager, "Donate", [
+                    let result = client.attempt(UA.managerPath, UA.manager, "Donate", [
                         .string(UA.editType), .stringVariantDictionary([
                             ("app-id", .string(UA.editor)), ("title", .string("killd\(donor)n\(n) survives")),
                             ("persistent-identifier", .string("kill-\(donor)-\(n)")), ("eligible-for-search", .boolean(true)),
@@ -128,7 +128,7 @@ struct FaultTests {
         var donations = 0
         func donate(_ tag: String) -> Result<[TypedValue], DBusFailure> {
             donations += 1
-            return client.call(UA.managerPath, UA.manager, "Donate", [.string(UA.editType), .stringVariantDictionary([
+            return client.attempt(UA.managerPath, UA.manager, "Donate", [.string(UA.editType), .stringVariantDictionary([
                 ("title", .string("diskfull \(tag)")), ("persistent-identifier", .string("full-\(tag)")),
                 ("eligible-for-search", .boolean(true)),
                 ("user-info", .stringVariantDictionary([("blob", .string(String(repeating: "z", count: 20_000) + tag))])),
@@ -154,7 +154,7 @@ struct FaultTests {
         #expect(try daemon.daemonPID() == pid)
         #expect(client.ping() != nil)
         let path = try client.create(app: nil, [("title", .string("while full"))], becomeCurrent: true)
-        #expect(try client.property(UA.managerPath, UA.manager, "CurrentActivity") == .objectPath(path))
+        #expect(try client.property(UA.managerPath, "CurrentActivity", interface: UA.manager) == .objectPath(path))
         #expect(try client.search("diskfull before").contains { $0.savedID == before })
 
         // Space returns: writes succeed again, and nothing written before is lost.
@@ -180,7 +180,7 @@ struct FaultTests {
         var acknowledged: [String: String] = [:]
         var errors: [String: Int] = [:]
         for i in 0..<80 {
-            let result = client.call(UA.managerPath, UA.manager, "Donate", [.string(UA.editType), .stringVariantDictionary([
+            let result = client.attempt(UA.managerPath, UA.manager, "Donate", [.string(UA.editType), .stringVariantDictionary([
                 ("title", .string("capped \(i)")), ("persistent-identifier", .string("cap-\(i)")), ("eligible-for-search", .boolean(true)),
                 ("user-info", .stringVariantDictionary([("blob", .string(String(repeating: "c", count: 30_000)))])),
             ])])
@@ -204,7 +204,7 @@ struct FaultTests {
         for (title, id) in acknowledged {
             #expect(try fresh.search(title).contains { $0.savedID == id }, "\(title) was acknowledged but is gone")
         }
-        #expect(fresh.call(UA.managerPath, UA.manager, "Donate", [.string(UA.editType), .stringVariantDictionary([("title", .string("uncapped"))])]).errorName == nil)
+        #expect(fresh.attempt(UA.managerPath, UA.manager, "Donate", [.string(UA.editType), .stringVariantDictionary([("title", .string("uncapped"))])]).errorName == nil)
         print("RLIMIT_FSIZE: \(acknowledged.count) donations acknowledged, then \(errors) until the cap was lifted")
     }
 
@@ -242,14 +242,14 @@ struct FaultTests {
         }
         let probe = try daemon.connect()
         #expect(try waitUntil(timeout: 10) {
-            (try? probe.property(UA.managerPath, UA.manager, "CurrentActivity")) == .objectPath("/")
+            (try? probe.property(UA.managerPath, "CurrentActivity", interface: UA.manager)) == .objectPath("/")
         }, "the departed clients' activities are gone")
         #expect(probe.ping() != nil)
         #expect(try daemon.daemonPID() == pid)
         // Their pending continuations were dropped: a new client may start its full share.
         let fresh = try daemon.connect()
         let started = Date()
-        let result = fresh.call(UA.managerPath, UA.manager, "ContinueActivity", [
+        let result = fresh.attempt(UA.managerPath, UA.manager, "ContinueActivity", [
             .string(UA.editType), .stringVariantDictionary([("app-id", .string(UA.editor))]), .stringVariantDictionary([("timeout-ms", .uint32(300))]),
         ])
         #expect(result.errorName == UA.error(.remoteApplicationTimedOut) && seconds(since: started) < 5, "\(result)")
@@ -272,7 +272,7 @@ struct FaultTests {
         let done = DispatchSemaphore(value: 0)
         let started = Date()
         Thread.detachNewThread {
-            let result = caller.call(UA.managerPath, UA.manager, "ContinueActivity", [
+            let result = caller.attempt(UA.managerPath, UA.manager, "ContinueActivity", [
                 .string(UA.editType), .stringVariantDictionary([("app-id", .string(UA.editor)), ("title", .string("x"))]),
                 .stringVariantDictionary([("timeout-ms", .uint32(1500))]),
             ])
@@ -295,7 +295,7 @@ struct FaultTests {
         let path = try silent.create(app: nil, [("title", .string("neverasked quokka")), ("needs-save", .boolean(true)),
                                                 ("eligible-for-search", .boolean(true))], becomeCurrent: true)
         #expect(seconds(since: becameCurrent) < 1)
-        #expect(try other.property(UA.managerPath, UA.manager, "CurrentActivity") == .objectPath(path))
+        #expect(try other.property(UA.managerPath, "CurrentActivity", interface: UA.manager) == .objectPath(path))
         #expect(try waitUntil(timeout: 9, interval: 0.25) { try !other.search("neverasked quokka").isEmpty },
                 "the saved copy is written with the data as they are once SaveActivity's 5 s pass")
         #expect(try daemon.daemonPID() == pid)
@@ -310,11 +310,11 @@ struct FaultTests {
         let share = daemon.session.sharedDataDir
         try FileManager.default.removeItem(atPath: share)
         #expect(try waitUntil(timeout: 10, interval: 0.1) {
-            client.call(UA.managerPath, UA.manager, "CreateActivity", [
+            client.attempt(UA.managerPath, UA.manager, "CreateActivity", [
                 .string(UA.editType), .stringVariantDictionary([("app-id", .string(UA.editor))]),
             ]).errorName == UA.error(.unknownApplication)
         }, "after rm -rf of the data directory the editor is no longer installed")
-        #expect(try client.property(UA.managerPath, UA.manager, "CurrentActivity") == .objectPath(kept), "live activities stay")
+        #expect(try client.property(UA.managerPath, "CurrentActivity", interface: UA.manager) == .objectPath(kept), "live activities stay")
         #expect(try daemon.daemonPID() == pid)
 
         // Recreated, first empty, then with the entry (as a package manager would).
@@ -322,7 +322,7 @@ struct FaultTests {
         Thread.sleep(forTimeInterval: 0.5)
         try daemon.session.writeDesktopEntry(appID: UA.editor, types: [UA.editType])
         #expect(try waitUntil(timeout: 10, interval: 0.1) {
-            client.call(UA.managerPath, UA.manager, "CreateActivity", [
+            client.attempt(UA.managerPath, UA.manager, "CreateActivity", [
                 .string(UA.editType), .stringVariantDictionary([("app-id", .string(UA.editor))]),
             ]).errorName == nil
         }, "the editor is installed again once its entry is back")

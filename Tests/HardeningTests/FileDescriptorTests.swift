@@ -23,7 +23,7 @@ struct FileDescriptorTests {
     /// variant-wrapped one deeper in.
     final class FDLadenHandler: @unchecked Sendable {
         static let errorName = "com.example.Editor.Error.Hostile"
-        let client: Client
+        let client: BusClient
         private let stopped = Failures()
         private var pump: Thread?
 
@@ -68,7 +68,7 @@ struct FileDescriptorTests {
         defer { handler.stop() }
         let caller = try daemon.connect()
         func continueOnce() -> String? {
-            caller.call(UA.managerPath, UA.manager, "ContinueActivity", [
+            caller.attempt(UA.managerPath, UA.manager, "ContinueActivity", [
                 .string(UA.editType), .stringVariantDictionary([("app-id", .string(UA.editor)), ("title", .string("fd"))]),
                 .stringVariantDictionary([("timeout-ms", .uint32(20_000))]),
             ]).errorName

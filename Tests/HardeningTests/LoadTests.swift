@@ -162,17 +162,17 @@ struct LoadTests {
                 defer { group.leave() }
                 let (app, type) = apps[k % apps.count]
                 do {
-                    let client = try Client(address: daemon.bus.address)
+                    let client = try BusClient(address: daemon.bus.address)
                     try client.manager("RegisterApplication", [.string(app)])
                     for i in 0..<Self.cycles {
                         let path = try client.create(type, app: nil, [("title", .string("c\(k)-\(i)"))], becomeCurrent: true)
                         if i % 10 == 0 {
-                            try client.must(path, UA.activity, "Update", [.stringVariantDictionary([("title", .string("c\(k)-\(i)-updated"))])])
-                            let title = try client.property(path, UA.activity, "Title")
+                            try client.call(path, UA.activity, "Update", [.stringVariantDictionary([("title", .string("c\(k)-\(i)-updated"))])])
+                            let title = try client.property(path, "Title", interface: UA.activity)
                             if title != .string("c\(k)-\(i)-updated") { failures.add("client \(k) cycle \(i): Title read back \(title)") }
                         }
-                        try client.must(path, UA.activity, "ResignCurrent")
-                        try client.must(path, UA.activity, "Invalidate")
+                        try client.call(path, UA.activity, "ResignCurrent")
+                        try client.call(path, UA.activity, "Invalidate")
                         if i % 5 == 0 {
                             let id = try client.donate(type, app: nil, [("title", .string("loadk\(k)x\(i)")),
                                                                         ("persistent-identifier", .string("load-\(k)-\(i)")),
@@ -204,8 +204,8 @@ struct LoadTests {
         #expect(Set(donated.items).count == Self.clients * expectedPerClient)
 
         // The end state: nothing live, nothing current.
-        #expect(try probe.property(UA.managerPath, UA.manager, "CurrentActivity") == .objectPath("/"))
-        #expect(try probe.must(UA.managerPath, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects").first
+        #expect(try probe.property(UA.managerPath, "CurrentActivity", interface: UA.manager) == .objectPath("/"))
+        #expect(try probe.call(UA.managerPath, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects").first
                 .map { if case .dictionary(_, _, let entries) = $0 { return entries.isEmpty } else { return false } } == true)
 
         // The signal stream: every activity added and removed once, and

@@ -47,7 +47,7 @@ struct MemoryTests {
         warm.close()
         let probe = try daemon.connect()
         func liveActivities() -> Int {
-            let reply = try? probe.must(UA.managerPath, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
+            let reply = try? probe.call(UA.managerPath, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
             guard case .dictionary(_, _, let entries)? = reply?.first else { return -1 }
             return entries.count
         }
@@ -59,7 +59,7 @@ struct MemoryTests {
         var accepted = 0
         var refusals: [String: Int] = [:]
         for n in 0..<1024 {
-            switch connections[n % 4].call(UA.managerPath, UA.manager, "CreateActivity",
+            switch connections[n % 4].attempt(UA.managerPath, UA.manager, "CreateActivity",
                             [.string(UA.editType), .stringVariantDictionary([("app-id", .string(UA.editor))] + Self.largestProperties(n))]) {
             case .success: accepted += 1
             case .failure(let failure): refusals[failure.name, default: 0] += 1
@@ -165,10 +165,10 @@ extension MemoryTests {
         let daemon = try ActivatedDaemon()
         let pid = try daemon.activate()
         let client = try daemon.connect()
-        let search = client.call(UA.managerPath, UA.manager, "Search", [.string(String(repeating: "q", count: 2 * 1024 * 1024)),
+        let search = client.attempt(UA.managerPath, UA.manager, "Search", [.string(String(repeating: "q", count: 2 * 1024 * 1024)),
                                                                         .stringVariantDictionary([])])
         #expect(search.errorName == UA.error(.limitExceeded), "\(search)")
-        let title = client.call(UA.managerPath, UA.manager, "CreateActivity", [
+        let title = client.attempt(UA.managerPath, UA.manager, "CreateActivity", [
             .string(UA.editType), .stringVariantDictionary([("app-id", .string(UA.editor)),
                                                             ("title", .string(String(repeating: "t", count: 300 * 1024)))]),
         ])

@@ -103,7 +103,7 @@ struct RawBusTests {
         let probe = try daemon.connect()
         #expect(probe.ping() != nil, "the daemon must still answer")
         #expect(try daemon.daemonPID() == pid, "the daemon must not have exited\n\(daemon.logTail())")
-        #expect(try probe.property(UA.managerPath, UA.manager, "CurrentActivity") == .objectPath(path),
+        #expect(try probe.property(UA.managerPath, "CurrentActivity", interface: UA.manager) == .objectPath(path),
                 "a forged NameOwnerChanged must not end the owner's activities")
     }
 
@@ -190,7 +190,7 @@ struct RawBusTests {
     /// that nobody asked it for.
     private final class HoldingHandler: @unchecked Sendable {
         static let straySerial: UInt32 = 4242
-        let client: Client
+        let client: BusClient
         let held = HeldCalls()
         private var pump: Thread?
 
@@ -229,7 +229,7 @@ struct RawBusTests {
         init(_ daemon: ActivatedDaemon, title: String, timeoutMilliseconds: UInt32) throws {
             let caller = try daemon.connect()
             let thread = Thread { [outcome] in
-                outcome.set(caller.call(UA.managerPath, UA.manager, "ContinueActivity", [
+                outcome.set(caller.attempt(UA.managerPath, UA.manager, "ContinueActivity", [
                     .string(UA.editType),
                     .stringVariantDictionary([("app-id", .string(UA.editor)), ("title", .string(title))]),
                     .stringVariantDictionary([("timeout-ms", .uint32(timeoutMilliseconds))]),
@@ -275,18 +275,18 @@ struct RawBusTests {
         let client = try daemon.connect()
         let devNull = open("/dev/null", O_RDONLY)
         defer { close(devNull) }
-        _ = client.call(UA.managerPath, UA.manager, "Search", [.string("warm"), .stringVariantDictionary([])])
+        _ = client.attempt(UA.managerPath, UA.manager, "Search", [.string("warm"), .stringVariantDictionary([])])
         let before = ProcessProbe.openDescriptors(pid)
         let path = try client.create(becomeCurrent: false)
         for i in 0..<100 {
             let fd = TypedValue.unixFD(devNull)
             let results = [
-                client.call(UA.managerPath, UA.manager, "CreateActivity", [
+                client.attempt(UA.managerPath, UA.manager, "CreateActivity", [
                     .string(UA.editType), .stringVariantDictionary([("app-id", .string(UA.editor)),
                                                                     ("user-info", .stringVariantDictionary([("fd", fd)]))]),
                 ]),
-                client.call(path, UA.properties, "Set", [.string(UA.activity), .string("Title"), .variant(fd)]),
-                client.call(UA.managerPath, UA.manager, "Search", [.string("x\(i)"), .stringVariantDictionary([("limit", fd)])]),
+                client.attempt(path, UA.properties, "Set", [.string(UA.activity), .string("Title"), .variant(fd)]),
+                client.attempt(UA.managerPath, UA.manager, "Search", [.string("x\(i)"), .stringVariantDictionary([("limit", fd)])]),
             ]
             for result in results where result.errorName.map(UA.documentedErrors.contains) == false {
                 Issue.record("undocumented error \(result.errorName ?? "")")
@@ -295,7 +295,7 @@ struct RawBusTests {
         // More descriptors in one message than libdbus accepts by default (16):
         // the test bus passes up to 4096, the kernel 253 (a stock session bus 16).
         let many = TypedValue.array(elementType: "h", Array(repeating: .unixFD(devNull), count: 100))
-        #expect(client.call(UA.managerPath, UA.manager, "Search", [.string("many"), .stringVariantDictionary([("limit", many)])]).errorName
+        #expect(client.attempt(UA.managerPath, UA.manager, "Search", [.string("many"), .stringVariantDictionary([("limit", many)])]).errorName
                 == UA.error(.invalidArgument), "a message with 100 descriptors is answered, not a reason to drop the daemon's bus connection")
         Thread.sleep(forTimeInterval: 0.3)
         let after = ProcessProbe.openDescriptors(pid)

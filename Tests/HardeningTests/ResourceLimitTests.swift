@@ -55,9 +55,9 @@ struct ResourceLimitTests {
         let harness = try InProcessService(limits: Self.small())
         let clients = try (0..<4).map { _ in try harness.client() }
         // Each waits for the editor to register a handler after being launched (it never will).
-        func startWaiting(_ client: Client, _ count: Int) throws {
+        func startWaiting(_ client: BusClient, _ count: Int) throws {
             for _ in 0..<count { try Self.sendContinuation(client, timeoutMilliseconds: 60_000) }
-            _ = try client.must(UA.managerPath, UA.properties, "GetAll", [.string(UA.manager)]) // in order: all were handled
+            _ = try client.call(UA.managerPath, UA.properties, "GetAll", [.string(UA.manager)]) // in order: all were handled
         }
         try startWaiting(clients[0], 4)
         #expect(Self.continueNow(clients[0]) == UA.error(.limitExceeded), "the 5th of one connection")
@@ -78,7 +78,7 @@ struct ResourceLimitTests {
         let limits = ActivityLimits.standard
         let perConnection = limits.maximumPendingContinuationsPerConnection
         let connections = limits.maximumPendingContinuations / perConnection
-        var clients: [Client] = []
+        var clients: [BusClient] = []
         for _ in 0..<connections {
             let client = try daemon.connect()
             for _ in 0..<perConnection { try Self.sendContinuation(client, timeoutMilliseconds: 120_000) }
@@ -99,7 +99,7 @@ struct ResourceLimitTests {
     }
 
     /// ContinueActivity for the editor's type, without waiting for the answer.
-    static func sendContinuation(_ client: Client, timeoutMilliseconds: UInt32) throws {
+    static func sendContinuation(_ client: BusClient, timeoutMilliseconds: UInt32) throws {
         let message = Message.methodCall(destination: UA.busName, path: UA.managerPath, interface: UA.manager, member: "ContinueActivity")
         try message.append([.string(UA.editType), .stringVariantDictionary([("app-id", .string(UA.editor))]),
                             .stringVariantDictionary([("timeout-ms", .uint32(timeoutMilliseconds))])])
@@ -107,8 +107,8 @@ struct ResourceLimitTests {
     }
 
     /// The error name of a ContinueActivity that should fail fast (nil on success).
-    static func continueNow(_ client: Client, timeoutMilliseconds: UInt32 = 60_000) -> String? {
-        client.call(UA.managerPath, UA.manager, "ContinueActivity", [
+    static func continueNow(_ client: BusClient, timeoutMilliseconds: UInt32 = 60_000) -> String? {
+        client.attempt(UA.managerPath, UA.manager, "ContinueActivity", [
             .string(UA.editType), .stringVariantDictionary([("app-id", .string(UA.editor))]),
             .stringVariantDictionary([("timeout-ms", .uint32(timeoutMilliseconds))]),
         ], timeoutMilliseconds: 5000).errorName
@@ -128,7 +128,7 @@ struct ResourceLimitTests {
             return .stringVariantDictionary([("blob", .string(String(repeating: "u", count: size - empty)))])
         }
         func donate(_ entries: [(String, TypedValue)]) -> String? {
-            client.call(UA.managerPath, UA.manager, "Donate", [.string(UA.editType), .stringVariantDictionary(
+            client.attempt(UA.managerPath, UA.manager, "Donate", [.string(UA.editType), .stringVariantDictionary(
                 [("eligible-for-search", .boolean(true))] + entries)]).errorName
         }
         #expect(userInfo(marshalledSize: limits.maximumUserInfoBytes).marshalledSize == limits.maximumUserInfoBytes)
@@ -169,14 +169,14 @@ struct ResourceLimitTests {
         }
         let limit = ActivityLimits.standard.maximumNestingDepth
         let path = try client.create(app: nil, [("user-info", nested(limit))], becomeCurrent: true)
-        #expect(try client.property(path, UA.activity, "UserInfo").isIdentical(to: nested(limit)))
-        _ = try client.must(UA.managerPath, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
-        _ = try client.must(path, UA.activity, "AddUserInfoEntries", [.stringVariantDictionary([("more", .uint32(1))])])
+        #expect(try client.property(path, "UserInfo", interface: UA.activity).isIdentical(to: nested(limit)))
+        _ = try client.call(UA.managerPath, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
+        _ = try client.call(path, UA.activity, "AddUserInfoEntries", [.stringVariantDictionary([("more", .uint32(1))])])
         _ = try client.donate(app: nil, [("user-info", nested(limit)), ("title", .string("deep donation"))])
         #expect(dbusErrorName { _ = try client.create(app: nil, [("user-info", nested(limit + 1))]) } == UA.error(.userInfoTooLarge))
         #expect(dbusErrorName { _ = try client.donate(app: nil, [("user-info", nested(limit + 9))]) } == UA.error(.userInfoTooLarge))
         #expect(dbusErrorName { _ = try client.create(app: nil, [("content-attributes", nested(limit + 1))]) } == UA.error(.limitExceeded))
-        #expect(client.call(path, UA.activity, "AddUserInfoEntries", [.stringVariantDictionary([("deeper", nested(limit + 1))])]).errorName
+        #expect(client.attempt(path, UA.activity, "AddUserInfoEntries", [.stringVariantDictionary([("deeper", nested(limit + 1))])]).errorName
                 == UA.error(.userInfoTooLarge))
         let signals = watcher.stop()
         #expect(signals.contains { $0.member == "InterfacesAdded" }, "InterfacesAdded with the deep user-info went out")

@@ -58,11 +58,25 @@ public final class BusClient: @unchecked Sendable {
     /// Calls a method of the daemon and returns the reply's arguments; an
     /// error reply is thrown as its `DBusFailure`.
     @discardableResult
-    public func call(_ path: String = UA.managerPath, _ interface: String = UA.managerInterface, _ member: String,
-                     _ arguments: [TypedValue] = [], timeoutMilliseconds: Int32 = 25_000) throws -> [TypedValue] {
-        let message = Message.methodCall(destination: UA.busName, path: path, interface: interface, member: member)
+    public func call(_ path: String = UA.managerPath, _ interface: String? = UA.managerInterface, _ member: String,
+                     _ arguments: [TypedValue] = [], timeoutMilliseconds: Int32 = 25_000,
+                     destination: String = UA.busName) throws -> [TypedValue] {
+        let message = Message.methodCall(destination: destination, path: path, interface: interface, member: member)
         try message.append(arguments)
         return try connection.call(message, timeoutMilliseconds: timeoutMilliseconds).arguments()
+    }
+
+    /// ``call(_:_:_:_:timeoutMilliseconds:destination:)`` as a value, for
+    /// tests that tabulate or compare outcomes: an error reply, or an
+    /// argument libdbus refuses to send, is a `.failure` carrying its name.
+    public func attempt(_ path: String, _ interface: String?, _ member: String, _ arguments: [TypedValue] = [],
+                        timeoutMilliseconds: Int32 = 25_000,
+                        destination: String = UA.busName) -> Result<[TypedValue], DBusFailure> {
+        Result { () throws(DBusFailure) -> [TypedValue] in
+            let message = Message.methodCall(destination: destination, path: path, interface: interface, member: member)
+            try message.append(arguments)
+            return try connection.call(message, timeoutMilliseconds: timeoutMilliseconds).arguments()
+        }
     }
 
     /// `org.freedesktop.DBus.Properties.Get`, the variant's content.

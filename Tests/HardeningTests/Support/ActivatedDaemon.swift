@@ -86,7 +86,7 @@ final class ActivatedDaemon: @unchecked Sendable {
     /// `$XDG_STATE_HOME/useractivity`, where the store lives.
     var stateDirectory: String { session.stateHome + "/useractivity" }
 
-    func connect() throws -> Client { try Client(address: bus.address) }
+    func connect() throws -> BusClient { try BusClient(address: bus.address) }
 
     /// Starts the daemon if needed (a Ping with auto-start) and returns its PID.
     @discardableResult
@@ -94,7 +94,7 @@ final class ActivatedDaemon: @unchecked Sendable {
         let client = try connect()
         let deadline = Date().addingTimeInterval(timeout)
         while true {
-            if case .success = client.call(UA.managerPath, "org.freedesktop.DBus.Peer", "Ping", timeoutMilliseconds: 20_000),
+            if case .success = client.attempt(UA.managerPath, "org.freedesktop.DBus.Peer", "Ping", timeoutMilliseconds: 20_000),
                let pid = try daemonPID(using: client) {
                 return pid
             }
@@ -104,7 +104,7 @@ final class ActivatedDaemon: @unchecked Sendable {
     }
 
     /// The PID owning the bus name, nil when nobody owns it.
-    func daemonPID(using client: Client? = nil) throws -> pid_t? {
+    func daemonPID(using client: BusClient? = nil) throws -> pid_t? {
         let client = try client ?? connect()
         guard case .success(let reply) = client.busDaemon("GetConnectionUnixProcessID", [.string(UA.busName)]),
               let pid = reply.first?.uint32Value else { return nil }
@@ -118,41 +118,11 @@ final class ActivatedDaemon: @unchecked Sendable {
     }
 }
 
-/// An in-process client connection.
-final class Client: @unchecked Sendable {
-    let connection: Connection
-
-    init(address: String) throws {
-        connection = try Connection.bus(address: address)
-    }
-
-    deinit { connection.close() }
-
-    var uniqueName: String { connection.uniqueName }
-
-    func close() { connection.close() }
-
-    /// A method call to the daemon; an error reply is a `.failure` with its name.
-    func call(_ path: String, _ interface: String?, _ member: String, _ arguments: [TypedValue] = [],
-              timeoutMilliseconds: Int32 = 25_000, destination: String = UA.busName) -> Result<[TypedValue], DBusFailure> {
-        let message = Message.methodCall(destination: destination, path: path, interface: interface, member: member)
-        do {
-            try message.append(arguments)
-            return .success(try connection.call(message, timeoutMilliseconds: timeoutMilliseconds).arguments())
-        } catch {
-            return .failure(error)
-        }
-    }
-
-    /// A call that must succeed; an error reply is thrown as its `DBusFailure`.
-    @discardableResult
-    func must(_ path: String, _ interface: String, _ member: String, _ arguments: [TypedValue] = []) throws -> [TypedValue] {
-        try call(path, interface, member, arguments).get()
-    }
-
+/// The daemon's calls these suites make often, on the shared test client.
+extension BusClient {
     @discardableResult
     func manager(_ member: String, _ arguments: [TypedValue] = []) throws -> [TypedValue] {
-        try must(UA.managerPath, UA.manager, member, arguments)
+        try call(UA.managerPath, UA.manager, member, arguments)
     }
 
     /// CreateActivity or the manager's BecomeCurrent; the new path.
@@ -181,15 +151,10 @@ final class Client: @unchecked Sendable {
         }
     }
 
-    func property(_ path: String, _ interface: String, _ name: String) throws -> TypedValue {
-        let reply = try must(path, UA.properties, "Get", [.string(interface), .string(name)])
-        return reply.first?.unwrappedVariant ?? .string("")
-    }
-
     /// A call to the bus daemon itself.
     func busDaemon(_ member: String, _ arguments: [TypedValue] = []) -> Result<[TypedValue], DBusFailure> {
-        call("/org/freedesktop/DBus", "org.freedesktop.DBus", member, arguments, timeoutMilliseconds: 5000,
-             destination: "org.freedesktop.DBus")
+        attempt("/org/freedesktop/DBus", "org.freedesktop.DBus", member, arguments, timeoutMilliseconds: 5000,
+                destination: "org.freedesktop.DBus")
     }
 
     /// `Peer.Ping` to the daemon: the round trip in seconds, nil when it failed.
@@ -197,8 +162,8 @@ final class Client: @unchecked Sendable {
     /// (a sanitized daemon on a loaded machine can take seconds), not a measure.
     func ping(timeoutMilliseconds: Int32 = 30_000) -> Double? {
         let start = Date()
-        guard case .success = call(UA.managerPath, "org.freedesktop.DBus.Peer", "Ping",
-                                   timeoutMilliseconds: timeoutMilliseconds) else { return nil }
+        guard case .success = attempt(UA.managerPath, "org.freedesktop.DBus.Peer", "Ping",
+                                      timeoutMilliseconds: timeoutMilliseconds) else { return nil }
         return Date().timeIntervalSince(start)
     }
 }

@@ -103,13 +103,13 @@ final class InProcessService: @unchecked Sendable {
     deinit { stop() }
 
     /// A client that the service will take for `process`.
-    func client(as process: CallerProcess = .host) throws -> Client {
+    func client(as process: CallerProcess = .host) throws -> BusClient {
         identityLock.lock()
         defer { identityLock.unlock() }
         try writeIdentity(process)
-        let client = try Client(address: bus.address)
+        let client = try BusClient(address: bus.address)
         // GetAll asks for the caller's identity: after its reply the identity is cached.
-        _ = try client.must(UA.managerPath, UA.properties, "GetAll", [.string(UA.manager)])
+        _ = try client.call(UA.managerPath, UA.properties, "GetAll", [.string(UA.manager)])
         try writeIdentity(.host)
         return client
     }
