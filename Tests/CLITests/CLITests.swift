@@ -378,6 +378,19 @@ struct CLITests {
         }
     }
 
+    @Test("useractivity-example(1) documents every option of the example app's --help")
+    func exampleManPage() throws {
+        let h = try CLIHarness(installDaemon: false)
+        let help = try runCommand(try BuiltProducts.executable(named: "UserActivityExample"), ["--help"],
+                                  environment: h.session.environment).stdout
+        let page = try String(contentsOfFile: repositoryRoot() + "/man/useractivity-example.1", encoding: .utf8)
+        let options = Set(help.matches(of: #/--[a-z][a-z-]+/#).map { String($0.output) })
+        #expect(options.isSuperset(of: ["--serve", "--handle-continuations", "--open", "--page", "--address"]), "\(help)")
+        for option in options {
+            #expect(page.contains(option.replacingOccurrences(of: "-", with: "\\-")), "man/useractivity-example.1 lacks \(option)")
+        }
+    }
+
     @Test("Shell completion scripts are generated")
     func completions() throws {
         let h = try CLIHarness(installDaemon: false)
