@@ -189,6 +189,13 @@ struct WireDecoder {
             return .dictionary(keyType: String(decoding: inner.prefix(1), as: UTF8.self),
                                valueType: String(decoding: inner.dropFirst(), as: UTF8.self), entries)
         }
+        if elementEnd - elementStart == 1 && elementCodes.first == UInt8(ascii: "y") {
+            // One byte of memory per byte of data, not an enum per byte.
+            let content = [UInt8](UnsafeRawBufferPointer(rebasing: body[position..<end]))
+            position = end
+            signatureIndex = elementEnd
+            return .bytes(content)
+        }
         let start = pendingElements.count
         while position < end {
             signatureIndex = elementStart
