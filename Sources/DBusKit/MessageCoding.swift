@@ -78,6 +78,14 @@ enum MessageReader {
                 }
                 return .dictionary(keyType: keyType, valueType: valueType, entries)
             }
+            if elementSignature == "y" {
+                // One byte of memory per byte of data, not an enum per byte.
+                var pointer: UnsafeMutableRawPointer?
+                var count: Int32 = 0
+                dbus_message_iter_get_fixed_array(&inner, &pointer, &count)
+                guard let pointer, count > 0 else { return .bytes([]) }
+                return .bytes([UInt8](UnsafeRawBufferPointer(start: pointer, count: Int(count))))
+            }
             var elements: [TypedValue] = []
             while dbus_message_iter_get_arg_type(&inner) != CDBUS_TYPE_INVALID {
                 elements.append(try read(&inner))
@@ -155,6 +163,14 @@ enum MessageWriter {
         case .array(let elementType, let elements):
             try container(&iterator, CDBUS_TYPE_ARRAY, elementType) { (sub) throws(DBusFailure) in
                 for element in elements { try write(element, to: &sub) }
+            }
+        case .bytes(let content):
+            try container(&iterator, CDBUS_TYPE_ARRAY, "y") { (sub) throws(DBusFailure) in
+                let appended = content.withUnsafeBufferPointer { buffer -> dbus_bool_t in
+                    var start = buffer.baseAddress
+                    return dbus_message_iter_append_fixed_array(&sub, CDBUS_TYPE_BYTE, &start, Int32(buffer.count))
+                }
+                try dbusRequireMemory(appended, "dbus_message_iter_append_fixed_array")
             }
         case .dictionary(let keyType, let valueType, let entries):
             try container(&iterator, CDBUS_TYPE_ARRAY, "{" + keyType + valueType + "}") { (sub) throws(DBusFailure) in

@@ -166,6 +166,10 @@ struct WireEncoder: ~Copyable {
             let array = beginArray(elementAlignment: Self.alignment(ofType: elementType))
             for element in elements { try append(element) }
             try endArray(array)
+        case .bytes(let content):
+            let array = beginArray(elementAlignment: 1)
+            content.withUnsafeBytes { append($0) }
+            try endArray(array)
         case .dictionary(_, _, let entries):
             let array = beginArray(elementAlignment: 8)
             for entry in entries {
@@ -198,6 +202,9 @@ struct WireEncoder: ~Copyable {
         case .array(let elementType, _):
             appendByte(UInt8(ascii: "a"))
             appendUTF8(elementType)
+        case .bytes:
+            appendByte(UInt8(ascii: "a"))
+            appendByte(UInt8(ascii: "y"))
         case .dictionary(let keyType, let valueType, _):
             appendByte(UInt8(ascii: "a"))
             appendByte(UInt8(ascii: "{"))
@@ -253,7 +260,7 @@ struct WireHeader {
     static func isCheaperThroughIterators(_ arguments: [TypedValue]) -> Bool {
         guard arguments.count == 1 else { return false }
         switch arguments[0] {
-        case .array, .dictionary, .structure, .variant: return false
+        case .array, .bytes, .dictionary, .structure, .variant: return false
         default: return true
         }
     }

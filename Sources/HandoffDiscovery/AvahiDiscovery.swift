@@ -515,7 +515,7 @@ public final class AvahiDiscovery {
                 if bytes.count + encoded.count > 255 { break }
                 bytes += encoded
             }
-            return .array(elementType: "y", bytes.map { TypedValue.byte($0) })
+            return .bytes(bytes)
         }
         return .array(elementType: "ay", strings)
     }
@@ -525,12 +525,8 @@ public final class AvahiDiscovery {
     public static func decodeTXT(_ value: TypedValue) -> [String: String] {
         guard case .array(_, let strings) = value else { return [:] }
         var result: [String: String] = [:]
-        for case .array(_, let elements) in strings {
-            let bytes = elements.compactMap { element -> UInt8? in
-                if case .byte(let byte) = element { return byte }
-                return nil
-            }
-            guard !bytes.isEmpty else { continue }
+        for string in strings {
+            guard let bytes = string.bytesValue, !bytes.isEmpty else { continue }
             let key: [UInt8]
             let value: [UInt8]
             if let equals = bytes.firstIndex(of: UInt8(ascii: "=")) {

@@ -78,6 +78,7 @@ extension TypedValue {
             var position = align(offset, 8)
             for field in fields { position = field.marshalledEnd(startingAt: position) }
             return position
+        case .bytes(let bytes): return align(offset, 4) + 4 + bytes.count
         case .array(let elementType, let elements):
             var position = align(align(offset, 4) + 4, TypedValue.alignment(ofType: elementType))
             for element in elements { position = element.marshalledEnd(startingAt: position) }

@@ -12,6 +12,11 @@
 ///
 /// Only `variant` is boxed: an `indirect` enum put every value, each string
 /// and integer included, in a heap allocation of its own.
+///
+/// An `ay` arrives from the decoders as ``bytes(_:)``, one byte of memory per
+/// byte of data; as an ``array(elementType:_:)`` of ``byte(_:)`` it would take
+/// a whole enum per byte. Both spellings are the same value: they compare
+/// equal, have the signature `ay`, and marshal and store identically.
 public enum TypedValue: Sendable, Equatable {
     case byte(UInt8)
     case boolean(Bool)
@@ -29,6 +34,8 @@ public enum TypedValue: Sendable, Equatable {
     case unixFD(Int32)
     /// An array whose elements all have `elementType` (kept so that empty arrays keep their type).
     case array(elementType: String, [TypedValue])
+    /// An `ay`, held compactly; equal to the `.array(elementType: "y", …)` of the same bytes.
+    case bytes([UInt8])
     /// A dictionary in wire order (D-Bus allows any order; keeping it makes round trips exact).
     case dictionary(keyType: String, valueType: String, [DictionaryEntry])
     case structure([TypedValue])
@@ -60,6 +67,7 @@ public enum TypedValue: Sendable, Equatable {
         case .signature: return "g"
         case .unixFD: return "h"
         case .array(let elementType, _): return "a" + elementType
+        case .bytes: return "ay"
         case .dictionary(let keyType, let valueType, _): return "a{" + keyType + valueType + "}"
         case .structure(let fields): return "(" + fields.map(\.signature).joined() + ")"
         case .variant: return "v"
@@ -72,6 +80,7 @@ public enum TypedValue: Sendable, Equatable {
         case (.double(let a), .double(let b)): return a.bitPattern == b.bitPattern
         case (.array(let ta, let a), .array(let tb, let b)):
             return ta == tb && a.count == b.count && zip(a, b).allSatisfy { $0.isIdentical(to: $1) }
+        case (.bytes, _), (_, .bytes): return self == other
         case (.dictionary(let ka, let va, let a), .dictionary(let kb, let vb, let b)):
             return ka == kb && va == vb && a.count == b.count
                 && zip(a, b).allSatisfy { $0.key.isIdentical(to: $1.key) && $0.value.isIdentical(to: $1.value) }
@@ -90,6 +99,7 @@ public enum TypedValue: Sendable, Equatable {
         switch self {
         case .array(let elementType, let elements):
             return names(elementType) || elements.contains { $0.contains(anyOf: typeCodes) }
+        case .bytes: return typeCodes.contains(UInt8(ascii: "y"))
         case .dictionary(let keyType, let valueType, let entries):
             return names(keyType) || names(valueType)
                 || entries.contains { $0.key.contains(anyOf: typeCodes) || $0.value.contains(anyOf: typeCodes) }
@@ -116,7 +126,7 @@ public enum TypedValue: Sendable, Equatable {
         case .signature: UInt8(ascii: "g")
         case .unixFD: UInt8(ascii: "h")
         case .variant: UInt8(ascii: "v")
-        case .array, .dictionary, .structure: nil
+        case .array, .bytes, .dictionary, .structure: nil
         }
     }
 
@@ -124,6 +134,7 @@ public enum TypedValue: Sendable, Equatable {
     public var signatureLength: Int {
         switch self {
         case .array(let elementType, _): 1 + elementType.utf8.count
+        case .bytes: 2
         case .dictionary(let keyType, let valueType, _): 3 + keyType.utf8.count + valueType.utf8.count
         case .structure(let fields): fields.reduce(2) { $0 + $1.signatureLength }
         default: 1
@@ -152,6 +163,7 @@ public enum TypedValue: Sendable, Equatable {
         }
         switch self {
         case .array(let elementType, _): return take(UInt8(ascii: "a")) && take(elementType)
+        case .bytes: return take(UInt8(ascii: "a")) && take(UInt8(ascii: "y"))
         case .dictionary(let keyType, let valueType, _):
             return take(UInt8(ascii: "a")) && take(UInt8(ascii: "{")) && take(keyType) && take(valueType) && take(UInt8(ascii: "}"))
         case .structure(let fields):
@@ -159,6 +171,99 @@ public enum TypedValue: Sendable, Equatable {
             for field in fields where !field.matchSignature(bytes, &position) { return false }
             return take(UInt8(ascii: ")"))
         default: return take(leafTypeCode!)
+        }
+    }
+}
+
+// MARK: - Equality across the two spellings of `ay`
+
+extension TypedValue {
+    public static func == (lhs: TypedValue, rhs: TypedValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.byte(let a), .byte(let b)): return a == b
+        case (.boolean(let a), .boolean(let b)): return a == b
+        case (.int16(let a), .int16(let b)): return a == b
+        case (.uint16(let a), .uint16(let b)): return a == b
+        case (.int32(let a), .int32(let b)): return a == b
+        case (.uint32(let a), .uint32(let b)): return a == b
+        case (.int64(let a), .int64(let b)): return a == b
+        case (.uint64(let a), .uint64(let b)): return a == b
+        case (.double(let a), .double(let b)): return a == b
+        case (.string(let a), .string(let b)): return a == b
+        case (.objectPath(let a), .objectPath(let b)): return a == b
+        case (.signature(let a), .signature(let b)): return a == b
+        case (.unixFD(let a), .unixFD(let b)): return a == b
+        case (.array(let ta, let a), .array(let tb, let b)): return ta == tb && a == b
+        case (.bytes(let a), .bytes(let b)): return a == b
+        case (.bytes(let a), .array(let type, let b)), (.array(let type, let b), .bytes(let a)):
+            return type == "y" && a.count == b.count && zip(a, b).allSatisfy { byte, element in
+                if case .byte(let value) = element { return value == byte }
+                return false
+            }
+        case (.dictionary(let ka, let va, let a), .dictionary(let kb, let vb, let b)): return ka == kb && va == vb && a == b
+        case (.structure(let a), .structure(let b)): return a == b
+        case (.variant(let a), .variant(let b)): return a == b
+        default: return false
+        }
+    }
+
+    /// The elements of an array, with an ``bytes(_:)`` spelled out one
+    /// ``byte(_:)`` each (for code that walks any array; it costs the
+    /// expanded size, so large byte arrays are better matched as `.bytes`).
+    public var arrayElements: [TypedValue]? {
+        switch self {
+        case .array(_, let elements): return elements
+        case .bytes(let bytes): return bytes.map(TypedValue.byte)
+        default: return nil
+        }
+    }
+
+    /// The content of an `ay` in either spelling.
+    public var bytesValue: [UInt8]? {
+        switch self {
+        case .bytes(let bytes): return bytes
+        case .array("y", let elements):
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(elements.count)
+            for case .byte(let byte) in elements { bytes.append(byte) }
+            return bytes.count == elements.count ? bytes : nil
+        default: return nil
+        }
+    }
+
+    /// An approximation of the memory this value holds, payload and
+    /// bookkeeping (enum slots, array and string buffers, variant boxes): what
+    /// the daemon's memory shares count, since the wire size of a value says
+    /// little about it (a 4-byte empty `ay` inside an `aay` still takes an
+    /// enum slot and an array buffer here).
+    public var heldBytes: Int { MemoryLayout<TypedValue>.stride + heldOutOfLine }
+
+    /// Heap buffers, on 64-bit Linux: an array or a string longer than 15
+    /// UTF-8 bytes has a 32-byte header; a variant's box has 16 bytes of
+    /// header. Allocator rounding is covered by rounding up to 16 bytes.
+    private var heldOutOfLine: Int {
+        func heap(_ bytes: Int) -> Int { (32 + bytes + 15) / 16 * 16 }
+        switch self {
+        case .string(let s), .objectPath(let s), .signature(let s):
+            let count = s.utf8.count
+            return count <= 15 ? 0 : heap(count + 1)
+        case .array(let elementType, let elements):
+            var total = elementType.utf8.count <= 15 ? 0 : heap(elementType.utf8.count)
+            if !elements.isEmpty { total += heap(elements.count * MemoryLayout<TypedValue>.stride) }
+            for element in elements { total += element.heldOutOfLine }
+            return total
+        case .bytes(let bytes): return bytes.isEmpty ? 0 : heap(bytes.count)
+        case .dictionary(let keyType, let valueType, let entries):
+            var total = (keyType.utf8.count <= 15 ? 0 : heap(keyType.utf8.count)) + (valueType.utf8.count <= 15 ? 0 : heap(valueType.utf8.count))
+            if !entries.isEmpty { total += heap(entries.count * MemoryLayout<DictionaryEntry>.stride) }
+            for entry in entries { total += entry.key.heldOutOfLine + entry.value.heldOutOfLine }
+            return total
+        case .structure(let fields):
+            var total = fields.isEmpty ? 0 : heap(fields.count * MemoryLayout<TypedValue>.stride)
+            for field in fields { total += field.heldOutOfLine }
+            return total
+        case .variant(let inner): return (16 + MemoryLayout<TypedValue>.stride + 15) / 16 * 16 + inner.heldOutOfLine
+        default: return 0
         }
     }
 }

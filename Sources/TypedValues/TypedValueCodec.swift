@@ -29,7 +29,9 @@ public struct CodecError: Error, CustomStringConvertible, Sendable, Equatable {
 /// - fixed-size numbers in little-endian order (`d` as its IEEE-754 bit pattern,
 ///   so NaN payloads and -0 survive; `b` as one byte 0 or 1);
 /// - `s`, `o`, `g`: a length (unsigned LEB128) and that many bytes of UTF-8;
-/// - `a`: the element type (as a string), a count, then the elements;
+/// - `a`: the element type (as a string), a count, then the elements (an
+///   `ay` too, as `y` and its byte per element, in either spelling of
+///   ``TypedValue``; it decodes to the compact ``TypedValue/bytes(_:)``);
 /// - `{`: the key type, the value type, a count, then key, value, key, value…;
 /// - `(`: a count, then the fields; `v`: the inner value.
 ///
@@ -120,6 +122,12 @@ public enum TypedValueCodec {
                 try checkDepth(depth)
                 tag("a"); string(elementType); varint(elements.count)
                 for element in elements { try write(element, depth: depth + 1) }
+            case .bytes(let content):
+                // The layout of an `a` of `y` values, so that blobs stay readable by every version.
+                try checkDepth(depth)
+                tag("a"); string("y"); varint(content.count)
+                bytes.reserveCapacity(bytes.count + 2 * content.count)
+                for byte in content { tag("y"); bytes.append(byte) }
             case .dictionary(let keyType, let valueType, let entries):
                 try checkDepth(depth)
                 tag("{"); string(keyType); string(valueType); varint(entries.count)
@@ -226,6 +234,7 @@ public enum TypedValueCodec {
                 try checkDepth(depth, at: start)
                 let elementType = try string()
                 let count = try length()
+                if elementType == "y" { return .bytes(try byteElements(count)) }
                 var elements: [TypedValue] = []
                 elements.reserveCapacity(count)
                 for _ in 0..<count { elements.append(try value(depth: depth + 1)) }
@@ -256,6 +265,20 @@ public enum TypedValueCodec {
                 offset = start
                 throw fail("unknown type code \(code)")
             }
+        }
+
+        /// `count` elements of an `ay`, each a `y` tag and its byte.
+        mutating func byteElements(_ count: Int) throws(CodecError) -> [UInt8] {
+            var content: [UInt8] = []
+            content.reserveCapacity(count)
+            for _ in 0..<count {
+                guard try byte() == UInt8(ascii: "y") else {
+                    offset -= 1
+                    throw fail("an element of an array of type y is not a y")
+                }
+                content.append(try byte())
+            }
+            return content
         }
 
         func checkDepth(_ depth: Int, at start: Int) throws(CodecError) {

@@ -117,7 +117,7 @@ private func encodeValue<T: Encodable>(_ value: T, into node: EncodedNode, codin
     switch value {
     case let date as Date: node.content = .value(.int64(unixMicroseconds(date)))
     case let url as URL: node.content = .value(.string(url.absoluteString))
-    case let data as Data: node.content = .value(.array(elementType: "y", data.map(TypedValue.byte)))
+    case let data as Data: node.content = .value(.bytes([UInt8](data)))
     case let value as UserInfoValue: node.content = .value(value.typedValue)
     default: try value.encode(to: NodeEncoder(node: node, codingPath: codingPath))
     }
@@ -305,7 +305,7 @@ private struct NodeDecoder: Decoder {
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
-        guard case .array(_, let elements) = value else {
+        guard let elements = value.arrayElements else {
             throw DecodingError.typeMismatch([Any].self, .init(codingPath: codingPath,
                 debugDescription: "expected an array, found D-Bus type '\(value.signature)'"))
         }

@@ -53,7 +53,7 @@ public struct UserInfoValue: Sendable, Equatable, CustomStringConvertible {
     public static func byte(_ value: UInt8) -> UserInfoValue { .typed(.byte(value)) }
     public static func double(_ value: Double) -> UserInfoValue { .typed(.double(value)) }
     /// Bytes as `ay`.
-    public static func data(_ value: Data) -> UserInfoValue { .typed(.array(elementType: "y", value.map(TypedValue.byte))) }
+    public static func data(_ value: Data) -> UserInfoValue { .typed(.bytes([UInt8](value))) }
     /// A date as `x`, Unix time in microseconds (the service's own date format).
     public static func date(_ value: Date) -> UserInfoValue { .typed(.int64(unixMicroseconds(value))) }
     /// A URL as its `absoluteString` (`s`).
@@ -104,7 +104,7 @@ public struct UserInfoValue: Sendable, Equatable, CustomStringConvertible {
 
     /// The elements of any array (variants unwrapped); nil for a dictionary.
     public var arrayValue: [UserInfoValue]? {
-        guard case .array(_, let elements) = content else { return nil }
+        guard let elements = content.arrayElements else { return nil }
         return elements.map { UserInfoValue(typed: $0.unwrappedVariant) }
     }
 
@@ -121,8 +121,7 @@ public struct UserInfoValue: Sendable, Equatable, CustomStringConvertible {
 
     /// The bytes of an `ay`.
     public var dataValue: Data? {
-        guard case .array("y", let elements) = content else { return nil }
-        return Data(elements.compactMap { if case .byte(let b) = $0 { return b }; return nil })
+        content.bytesValue.map { Data($0) }
     }
 
     /// An `x` (or any integer) read as Unix microseconds.
@@ -156,6 +155,7 @@ public struct UserInfoValue: Sendable, Equatable, CustomStringConvertible {
         case .unixFD(let fd): return "fd \(fd)"
         case .variant(let inner): return "<\(describe(inner))>"
         case .array(_, let elements): return "[" + elements.map(describe).joined(separator: ", ") + "]"
+        case .bytes(let bytes): return "[" + bytes.map { "byte \($0)" }.joined(separator: ", ") + "]"
         case .structure(let fields): return "(" + fields.map(describe).joined(separator: ", ") + ")"
         case .dictionary(_, _, let entries):
             return "[" + entries.map { "\(describe($0.key)): \(describe($0.value))" }.joined(separator: ", ") + "]"

@@ -46,7 +46,7 @@ public struct ActivityLimits: Sendable {
     /// A sandboxed app's continuations in flight, of ``maximumPendingContinuations``.
     public var maximumPendingContinuationsPerApp = 128
 
-    /// Bytes of live activity data (``ActivityProperties/dataBytes``) per
+    /// Bytes of live activity data held in memory (``ActivityProperties/heldBytes``) per
     /// app, whoever created them, and in the session.
     public var maximumLiveActivityBytesPerApp = 16 * 1024 * 1024
     public var maximumLiveActivityBytes = 256 * 1024 * 1024
@@ -170,6 +170,21 @@ public struct ActivityProperties: Sendable, Equatable {
             total += TypedValue.stringVariantDictionary(contentAttributes.map { ($0.key, $0.value) }).marshalledSize
         }
         return total
+    }
+
+    /// The memory the activity's data take in the daemon, as counted against
+    /// the per-app and session memory shares: never less than ``dataBytes``,
+    /// and more where the in-memory form outgrows the wire form (many small
+    /// values in user-info or content-attributes, each an enum slot and
+    /// perhaps a buffer of its own; see ``TypedValues/TypedValue/heldBytes``).
+    public var heldBytes: Int {
+        var total = title.utf8.count + contentDescription.utf8.count + webpageURL.utf8.count + referrerURL.utf8.count
+            + targetContentIdentifier.utf8.count + persistentIdentifier.utf8.count + suggestedInvocationPhrase.utf8.count
+        for word in keywords { total += word.utf8.count }
+        for key in requiredUserInfoKeys { total += key.utf8.count }
+        for (key, value) in userInfo { total += key.utf8.count + value.heldBytes }
+        for (key, value) in contentAttributes { total += key.utf8.count + value.heldBytes }
+        return max(total, dataBytes)
     }
 
     /// Whether a saved copy should be written when it becomes current.
@@ -322,6 +337,7 @@ public struct ActivityPatch: Sendable {
     static func nestingDepth(_ value: TypedValue) -> Int {
         switch value {
         case .array(_, let elements): return 1 + (elements.lazy.map(nestingDepth).max() ?? 0)
+        case .bytes: return 1
         case .dictionary(_, _, let entries):
             return 2 + (entries.lazy.map { max(nestingDepth($0.key), nestingDepth($0.value)) }.max() ?? 0)
         case .structure(let fields): return 1 + (fields.lazy.map(nestingDepth).max() ?? 0)

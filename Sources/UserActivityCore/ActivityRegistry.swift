@@ -14,7 +14,7 @@ public struct LiveActivity: Sendable {
     /// The sandboxed app whose share of the session caps it counts against
     /// (nil: created by an unconfined caller).
     public internal(set) var confinedApp: String? = nil
-    /// ``ActivityProperties/dataBytes``, counted against the memory shares.
+    /// ``ActivityProperties/heldBytes``, counted against the memory shares.
     public internal(set) var dataBytes = 0
 
     public func value(of field: ActivityField, isCurrent: Bool) -> TypedValue {
@@ -60,7 +60,7 @@ public final class ActivityRegistry {
     private var countByConnection: [String: Int] = [:]
     private var countByConfinedApp: [String: Int] = [:]
     private var bytesByApp: [String: Int] = [:]
-    /// Bytes of live activity data in the session (``ActivityProperties/dataBytes``).
+    /// Bytes of live activity data in the session (``ActivityProperties/heldBytes``).
     public private(set) var totalDataBytes = 0
     private var nextSerial: UInt64 = 1
 
@@ -122,7 +122,7 @@ public final class ActivityRegistry {
         guard activities.count < limits.maximumLiveActivities else {
             throw .limitExceeded("the session already has \(limits.maximumLiveActivities) live activities, the most allowed; try again later")
         }
-        let bytes = properties.dataBytes
+        let bytes = properties.heldBytes
         try checkMemory(app: app, adding: bytes)
         let id = String(nextSerial)
         nextSerial += 1
@@ -143,7 +143,7 @@ public final class ActivityRegistry {
         let updated = try patch.applied(to: activity.properties, limits: limits)
         try SystemActivityType.validate(type: activity.activityType, properties: updated)
         let changed = patch.changedFields.filter { activity.properties.value(of: $0) != updated.value(of: $0) }
-        let bytes = patch.isEmpty ? activity.dataBytes : updated.dataBytes
+        let bytes = patch.isEmpty ? activity.dataBytes : updated.heldBytes
         try checkMemory(app: activity.appID, adding: bytes - activity.dataBytes)
         account(app: activity.appID, bytes: bytes - activity.dataBytes)
         activity.dataBytes = bytes

@@ -48,6 +48,8 @@ enum GVariantText {
         case .array(let elementType, let elements):
             let body = "[" + elements.map(format).joined(separator: ", ") + "]"
             return elements.isEmpty ? "@a\(elementType) []" : body
+        case .bytes(let bytes):
+            return bytes.isEmpty ? "@ay []" : format(.array(elementType: "y", bytes.map(TypedValue.byte)))
         case .dictionary(let keyType, let valueType, let entries):
             if entries.isEmpty { return "@a{\(keyType)\(valueType)} {}" }
             return "{" + entries.map { format($0.key) + ": " + format($0.value) }.joined(separator: ", ") + "}"

@@ -80,6 +80,7 @@ extension TypedValue {
         case .string(let v), .objectPath(let v), .signature(let v): return v
         case .unixFD(let v): return Int(v)
         case .array(_, let elements): return elements.map(\.jsonObject)
+        case .bytes(let bytes): return bytes.map { Int($0) }
         case .dictionary(_, _, let entries):
             var object: [String: Any] = [:]
             for entry in entries { object[entry.key.plainText] = entry.value.jsonObject }

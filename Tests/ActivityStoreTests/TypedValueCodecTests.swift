@@ -144,3 +144,63 @@ struct SplitMix64: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
+
+/// `.bytes`, the compact form of an `ay`, against the spelled-out array of `.byte`.
+@Suite struct CompactByteArrayTests {
+    static let content: [UInt8] = [0, 1, 0x79, 0xFF, 0x80]
+    static let compact = TypedValue.bytes(content)
+    static let spelledOut = TypedValue.array(elementType: "y", content.map(TypedValue.byte))
+
+    @Test func equalToTheSpelledOutArrayAndNothingElse() {
+        #expect(Self.compact == Self.spelledOut && Self.spelledOut == Self.compact)
+        #expect(Self.compact.isIdentical(to: Self.spelledOut) && Self.spelledOut.isIdentical(to: Self.compact))
+        #expect(TypedValue.bytes([]) == .array(elementType: "y", []))
+        #expect(TypedValue.bytes([]) != .array(elementType: "n", []))
+        #expect(Self.compact != .bytes(Array(Self.content.dropLast())))
+        #expect(Self.compact != .array(elementType: "y", Self.content.dropLast().map(TypedValue.byte) + [.byte(0)]))
+        #expect(Self.compact != .array(elementType: "q", Self.content.map { .uint16(UInt16($0)) }))
+        #expect(TypedValue.variant(Self.compact) == .variant(Self.spelledOut))
+        #expect(TypedValue.stringVariantDictionary([("k", Self.compact)]) == .stringVariantDictionary([("k", Self.spelledOut)]))
+        #expect(Self.compact.signature == "ay" && Self.compact.hasSignature("ay") && !Self.compact.hasSignature("ab"))
+        #expect(Self.compact.signatureLength == 2)
+        #expect(Self.compact.marshalledSize == Self.spelledOut.marshalledSize)
+        #expect(Self.compact.bytesValue == Self.content && Self.spelledOut.bytesValue == Self.content)
+        #expect(Self.compact.arrayElements == Self.spelledOut.arrayElements)
+        #expect(Self.compact.contains(anyOf: Array("y".utf8)) && !Self.compact.contains(anyOf: Array("h".utf8)))
+    }
+
+    @Test func storedAsTheArrayOfBytesAlwaysWas() throws {
+        let encoded = try TypedValueCodec.encode(Self.compact)
+        #expect(encoded == (try TypedValueCodec.encode(Self.spelledOut)))
+        // Written by the codec before `.bytes` existed: version 1, `a`, element
+        // type "y", count 5, then a `y` and its byte per element.
+        let previousFormat: [UInt8] = [1, 0x61, 1, 0x79, 5, 0x79, 0, 0x79, 1, 0x79, 0x79, 0x79, 0xFF, 0x79, 0x80]
+        #expect(encoded == previousFormat)
+        let decoded = try TypedValueCodec.decode(previousFormat)
+        guard case .bytes(let bytes) = decoded else { Issue.record("decoded as \(decoded)"); return }
+        #expect(bytes == Self.content)
+        let nested = TypedValue.stringVariantDictionary([("blob", Self.spelledOut), ("list", .array(elementType: "ay", [Self.compact, .bytes([])]))])
+        let roundTripped = try TypedValueCodec.decode(TypedValueCodec.encode(nested))
+        #expect(roundTripped == nested && roundTripped.isIdentical(to: nested))
+    }
+
+    @Test func aDamagedByteArrayIsRefused() {
+        // An element that is not a `y`, and a count that runs past the end.
+        #expect(throws: CodecError.self) { try TypedValueCodec.decode([1, 0x61, 1, 0x79, 2, 0x79, 0, 0x6E, 0, 0]) }
+        #expect(throws: CodecError.self) { try TypedValueCodec.decode([1, 0x61, 1, 0x79, 3, 0x79, 0, 0x79]) }
+    }
+
+    @Test func heldBytesFollowWhatIsHeld() {
+        let blob = [UInt8](repeating: 7, count: 65_000)
+        let compact = TypedValue.bytes(blob)
+        let spelledOut = TypedValue.array(elementType: "y", blob.map(TypedValue.byte))
+        #expect(compact.heldBytes >= 65_000 && compact.heldBytes < 65_000 + 256)
+        #expect(spelledOut.heldBytes >= 65_000 * MemoryLayout<TypedValue>.stride)
+        // 16,000 empty `ay`s are 64 KB on the wire but an enum and no buffer each here;
+        // 16,000 small variants a box each.
+        let manyEmpty = TypedValue.array(elementType: "ay", Array(repeating: .bytes([]), count: 16_000))
+        #expect(manyEmpty.heldBytes >= 16_000 * MemoryLayout<TypedValue>.stride)
+        let manySmall = TypedValue.stringVariantDictionary((0..<4_000).map { ("\($0)", .byte(1)) })
+        #expect(manySmall.heldBytes > 2 * manySmall.marshalledSize)
+    }
+}

@@ -183,10 +183,7 @@ struct TXTRecordTests {
         let encoded = AvahiDiscovery.encodeTXT(["v": "1", "id": "abc", "name": long])
         guard case .array(_, let strings) = encoded else { Issue.record("not an array"); return }
         #expect(strings.count == 3)
-        let sizes = strings.map { string -> Int in
-            if case .array(_, let bytes) = string { return bytes.count }
-            return -1
-        }
+        let sizes = strings.map { $0.bytesValue?.count ?? -1 }
         #expect(sizes.allSatisfy { $0 <= 255 })
         let decoded = AvahiDiscovery.decodeTXT(encoded)
         #expect(decoded["id"] == "abc")

@@ -41,17 +41,8 @@ struct MemoryTests {
         let daemon = try ActivatedDaemon()
         let pid = try daemon.activate()
         let limits = ActivityLimits.standard
-        // Warm up: whatever the daemon allocates once (catalog, store, signal paths) is there before the baseline.
-        let warm = try daemon.connect()
-        for n in 0..<8 { _ = try warm.create(UA.editType, app: UA.editor, Self.largestProperties(n)) }
-        warm.close()
-        let probe = try daemon.connect()
-        func liveActivities() -> Int {
-            let reply = try? probe.call(UA.managerPath, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
-            guard case .dictionary(_, _, let entries)? = reply?.first else { return -1 }
-            return entries.count
-        }
-        #expect(waitUntil(timeout: 10) { liveActivities() == 0 }, "the warm-up connection's activities end with it")
+        let probe = try Self.warmedUp(daemon, count: 8, Self.largestProperties)
+        func liveActivities() -> Int { Self.liveActivities(probe) }
         let baseline = Self.status(pid, "VmRSS")
 
         // One app over four connections (each may hold 256 live activities).
@@ -85,6 +76,79 @@ struct MemoryTests {
         let returned = waitUntil(timeout: 15, interval: 0.2) { Self.status(pid, "VmRSS") <= baseline + 8 * 1024 * 1024 }
         let after = Self.status(pid, "VmRSS")
         print("memory share: after the app left, daemon RSS \(Self.mib(after)) (baseline \(Self.mib(baseline)), peak \(Self.mib(peak)))")
+        #expect(sanitized || returned, "RSS stayed at \(Self.mib(after)) after the app left (baseline \(Self.mib(baseline)), peak \(Self.mib(peak)))")
+        #expect(try daemon.daemonPID() == pid)
+    }
+
+    /// How many live activities the daemon has, or -1 when it does not answer.
+    static func liveActivities(_ probe: BusClient) -> Int {
+        let reply = try? probe.call(UA.managerPath, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
+        guard case .dictionary(_, _, let entries)? = reply?.first else { return -1 }
+        return entries.count
+    }
+
+    /// Warms the daemon up with `count` activities of a connection that then
+    /// leaves: whatever it allocates once (catalog, store, signal paths) is
+    /// there before a baseline is taken. Returns a connection to watch it with.
+    static func warmedUp(_ daemon: ActivatedDaemon, count: Int, _ properties: (Int) -> [(String, TypedValue)]) throws -> BusClient {
+        let warm = try daemon.connect()
+        for n in 0..<count { _ = try warm.create(UA.editType, app: UA.editor, properties(n)) }
+        warm.close()
+        let probe = try daemon.connect()
+        #expect(waitUntil(timeout: 30) { liveActivities(probe) == 0 }, "the warm-up connection's activities end with it")
+        return probe
+    }
+
+    /// An activity of byte arrays: a 65,000-byte `ay` in user-info (just under
+    /// its 64 KiB) and, in content-attributes, an `aay` of 8,000 four-byte
+    /// arrays (the same 64 KiB on the wire in many small values).
+    static func byteArrayProperties(_ n: Int) -> [(String, TypedValue)] {
+        let blob = [UInt8](repeating: UInt8(truncatingIfNeeded: n), count: 65_000)
+        let small = (0..<8_000).map { i in TypedValue.bytes([UInt8(truncatingIfNeeded: i), 1, 2, UInt8(truncatingIfNeeded: n)]) }
+        return [
+            ("user-info", .stringVariantDictionary([("blob", .bytes(blob))])),
+            ("content-attributes", .stringVariantDictionary([("pieces", .array(elementType: "ay", small))])),
+            ("target-content-identifier", .string("bytes-\(n)")),
+        ]
+    }
+
+    @Test("Activities of ay and aay values from one app: the app's memory share holds the daemon's RSS within its bound, and RSS comes back when the app leaves")
+    func perAppMemoryShareWithByteArrays() throws {
+        let daemon = try ActivatedDaemon()
+        let pid = try daemon.activate()
+        let limits = ActivityLimits.standard
+        let probe = try Self.warmedUp(daemon, count: 4, Self.byteArrayProperties)
+        func liveActivities() -> Int { Self.liveActivities(probe) }
+        let baseline = Self.status(pid, "VmRSS")
+
+        let connection = try daemon.connect()
+        var accepted = 0
+        var refusals: [String: Int] = [:]
+        for n in 0..<60 {
+            switch connection.attempt(UA.managerPath, UA.manager, "CreateActivity",
+                                   [.string(UA.editType), .stringVariantDictionary([("app-id", .string(UA.editor))] + Self.byteArrayProperties(n))]) {
+            case .success: accepted += 1
+            case .failure(let failure): refusals[failure.name, default: 0] += 1
+            }
+        }
+        #expect(probe.ping() != nil)
+        let peak = Self.status(pid, "VmRSS")
+        let properties = ActivityProperties.sized(Self.byteArrayProperties(0))
+        let bound = 4 * limits.maximumLiveActivityBytesPerApp + 32 * 1024 * 1024
+        print("memory share (byte arrays): \(accepted) of 60 activities of \(properties.dataBytes) bytes on the wire, \(properties.heldBytes) held, accepted (\(refusals)); daemon RSS \(Self.mib(baseline)) → \(Self.mib(peak)), bound +\(Self.mib(bound))")
+        // The share is counted in held bytes: the many small arrays count for more than their wire size.
+        #expect(properties.heldBytes > properties.dataBytes)
+        #expect(accepted > 0 && accepted <= limits.maximumLiveActivityBytesPerApp / properties.heldBytes)
+        #expect(refusals.keys.allSatisfy { $0 == UA.error(.limitExceeded) } && !refusals.isEmpty, "\(refusals)")
+        let sanitized = ProcessInfo.processInfo.environment["ASAN_OPTIONS"] != nil
+            || ProcessInfo.processInfo.environment["TSAN_OPTIONS"] != nil
+        #expect(sanitized || peak - baseline <= bound, "the daemon grew by \(Self.mib(peak - baseline)) for one app; the bound is \(Self.mib(bound))")
+
+        connection.close()
+        #expect(waitUntil(timeout: 30) { liveActivities() == 0 })
+        let returned = waitUntil(timeout: 30, interval: 0.2) { Self.status(pid, "VmRSS") <= baseline + 8 * 1024 * 1024 }
+        let after = Self.status(pid, "VmRSS")
+        print("memory share (byte arrays): after the app left, daemon RSS \(Self.mib(after)) (baseline \(Self.mib(baseline)), peak \(Self.mib(peak)))")
         #expect(sanitized || returned, "RSS stayed at \(Self.mib(after)) after the app left (baseline \(Self.mib(baseline)), peak \(Self.mib(peak)))")
         #expect(try daemon.daemonPID() == pid)
     }

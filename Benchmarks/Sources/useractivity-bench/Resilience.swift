@@ -32,7 +32,7 @@ struct ResilienceBench {
     /// app would send for binary state); otherwise a string of the same length.
     static func largestProperties(_ n: Int, bytes: Bool) -> TypedValue {
         let text = String(repeating: "x", count: 60_000)
-        let blob: TypedValue = bytes ? .array(elementType: "y", Array(repeating: .byte(0x61), count: 65_000))
+        let blob: TypedValue = bytes ? .bytes([UInt8](repeating: 0x61, count: 65_000))
             : .string(String(repeating: "b", count: 65_000))
         return .stringVariantDictionary([
             ("app-id", .string(Fixture.appID)),

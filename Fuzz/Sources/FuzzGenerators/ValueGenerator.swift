@@ -234,6 +234,7 @@ extension TypedValue {
     public var dbusNestingDepth: Int {
         switch self {
         case .array(_, let elements): return 1 + (elements.map(\.dbusNestingDepth).max() ?? 0)
+        case .bytes: return 1
         case .dictionary(_, _, let entries):
             return 2 + (entries.map { max($0.key.dbusNestingDepth, $0.value.dbusNestingDepth) }.max() ?? 0)
         case .structure(let fields): return 1 + (fields.map(\.dbusNestingDepth).max() ?? 0)
@@ -246,6 +247,7 @@ extension TypedValue {
     public var containerDepth: Int {
         switch self {
         case .array(_, let elements): return 1 + (elements.map(\.containerDepth).max() ?? 0)
+        case .bytes: return 1
         case .dictionary(_, _, let entries):
             return 1 + (entries.map { max($0.key.containerDepth, $0.value.containerDepth) }.max() ?? 0)
         case .structure(let fields): return 1 + (fields.map(\.containerDepth).max() ?? 0)

@@ -290,6 +290,9 @@ struct Marshaller {
             let start = bytes.count
             for element in elements { write(element) }
             setLength(at: lengthAt, bytes.count - start)
+        case .bytes(let content):
+            fixed(UInt32(content.count))
+            bytes.append(contentsOf: content)
         case .dictionary(_, _, let entries):
             fixed(UInt32(0))
             let lengthAt = bytes.count - 4
