@@ -14,10 +14,12 @@ import TestSupport
 /// Once it has its end it prints `OPENED`, then per MODE:
 /// `send` writes BYTES bytes (prints `SENT <n> <sha256>`) and keeps reading;
 /// `echo-then-close` waits for BYTES bytes, writes 1 MiB back, closes its end
-/// and prints `SENT …` then `CLOSED`; `hold` only reads; `stall` never reads. Every read prints
+/// and prints `SENT …` then `CLOSED`; `send-close` writes BYTES bytes and
+/// closes; `hold` only reads; `stall` never reads; `sink` reads without
+/// hashing or printing and prints `ELAPSED <ms since OPENED>` before `EOF`. Every read prints
 /// `RECV <total> <sha256 so far>`, the end of the stream `EOF <total> <sha256>`.
 let streamAppScript = #"""
-import hashlib, os, sys
+import hashlib, os, sys, time
 import gi
 gi.require_version("Gio", "2.0")
 from gi.repository import Gio, GLib
@@ -30,7 +32,8 @@ bus = Gio.bus_get_sync(Gio.BusType.SESSION, None)
 state = {"received": 0, "hash": hashlib.sha256(), "fd": None}
 
 def pattern(n):
-    return bytes((i * 7 + 3) % 251 for i in range(n))
+    period = bytes((i * 7 + 3) % 251 for i in range(251))
+    return (period * (n // 251 + 1))[:n]
 
 def send(n):
     data = pattern(n)
@@ -49,12 +52,16 @@ def readable(fd, condition):
     except OSError:
         chunk = b""
     if not chunk:
+        if mode == "sink":
+            print("ELAPSED %.3f" % ((time.monotonic() - state["opened"]) * 1000), flush=True)
         print("EOF %d %s" % (state["received"], state["hash"].hexdigest()), flush=True)
         os.close(fd)
         return False
     state["received"] += len(chunk)
-    state["hash"].update(chunk)
-    print("RECV %d %s" % (state["received"], state["hash"].hexdigest()), flush=True)
+    if mode != "sink":
+        state["hash"].update(chunk)
+    if mode != "sink":
+        print("RECV %d %s" % (state["received"], state["hash"].hexdigest()), flush=True)
     if mode == "echo-then-close" and state["received"] >= count:
         send(1 << 20)
         os.close(fd)
@@ -64,11 +71,16 @@ def readable(fd, condition):
 
 def got_stream(fd):
     state["fd"] = fd
+    state["opened"] = time.monotonic()
     os.set_blocking(fd, False)
     print("OPENED", flush=True)
-    if mode == "send":
+    if mode in ("send", "send-close"):
         send(count)
         os.set_blocking(fd, False)
+    if mode == "send-close":
+        os.close(fd)
+        print("CLOSED", flush=True)
+        return False
     if mode != "stall":
         GLib.io_add_watch(fd, GLib.PRIORITY_DEFAULT, GLib.IO_IN | GLib.IO_HUP | GLib.IO_ERR, readable)
     return False
