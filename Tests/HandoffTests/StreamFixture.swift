@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Foundation
 import TestSupport
 
 /// An app at either end of a continuation stream between two stacks
@@ -126,3 +127,14 @@ if role == "origin":
     print("CURRENT " + path, flush=True)
 GLib.MainLoop().run()
 """#
+
+/// Reads a stream app's lines until one starts with `prefix`; nil after
+/// `timeout` seconds (a failure guard) or when its output ends.
+func streamAppLine(_ process: ChildProcess, _ prefix: String, timeout: Double = 30) -> String? {
+    let deadline = Date(timeIntervalSinceNow: timeout)
+    while Date() < deadline {
+        guard let line = try? process.readLine(timeout: max(deadline.timeIntervalSinceNow, 0.1)) else { return nil }
+        if line.hasPrefix(prefix) { return line }
+    }
+    return nil
+}

@@ -12,14 +12,7 @@ import TypedValues
 struct StreamMeasurementTests {
     static let bytes = 32 << 20
 
-    func line(_ process: ChildProcess, _ prefix: String) -> String? {
-        let deadline = Date(timeIntervalSinceNow: 120)
-        while Date() < deadline {
-            guard let line = try? process.readLine(timeout: max(deadline.timeIntervalSinceNow, 0.1)) else { return nil }
-            if line.hasPrefix(prefix) { return line }
-        }
-        return nil
-    }
+    func line(_ process: ChildProcess, _ prefix: String) -> String? { streamAppLine(process, prefix, timeout: 120) }
 
     /// Milliseconds from the sink's OPENED to its end of file, once it had every byte.
     func elapsed(_ sink: ChildProcess) -> Double? {

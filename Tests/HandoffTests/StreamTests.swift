@@ -11,15 +11,7 @@ import TypedValues
 struct CrossDeviceStreamTests {
     static let editorApps: [(id: String, types: [String])] = [(UA.editor, [UA.editType])]
 
-    /// Reads the app's lines until one starts with `prefix` (30 s failure guard).
-    func line(_ process: ChildProcess, _ prefix: String) -> String? {
-        let deadline = Date(timeIntervalSinceNow: 30)
-        while Date() < deadline {
-            guard let line = try? process.readLine(timeout: max(deadline.timeIntervalSinceNow, 0.1)) else { return nil }
-            if line.hasPrefix(prefix) { return line }
-        }
-        return nil
-    }
+    func line(_ process: ChildProcess, _ prefix: String) -> String? { streamAppLine(process, prefix) }
 
     /// Pairs two stacks, starts the origin app on A in `originMode` and the
     /// continuing app on B in `continuerMode`, continues on B and waits until
