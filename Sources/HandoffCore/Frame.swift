@@ -6,6 +6,8 @@ import TypedValues
 /// On the wire a frame is a 4-byte big-endian length, then that many bytes:
 /// one kind byte and the body, an `a{sv}` written with ``TypedValueCodec``
 /// (self-describing, lossless for every D-Bus type, bounds-checked when read).
+/// A ``FrameKind/streamData`` frame puts the body's length (4 bytes,
+/// big-endian) before the body and raw bytes after it.
 public enum FrameKind: UInt8, Sendable, CaseIterable {
     /// First frame each side sends after the TLS handshake: `name` (s), `version` (u).
     case hello = 1
