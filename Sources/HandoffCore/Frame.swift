@@ -6,6 +6,8 @@ import TypedValues
 /// On the wire a frame is a 4-byte big-endian length, then that many bytes:
 /// one kind byte and the body, an `a{sv}` written with ``TypedValueCodec``
 /// (self-describing, lossless for every D-Bus type, bounds-checked when read).
+/// A ``FrameKind/streamData`` frame puts the body's length (4 bytes,
+/// big-endian) before the body and raw bytes after it.
 public enum FrameKind: UInt8, Sendable, CaseIterable {
     /// First frame each side sends after the TLS handshake: `name` (s), `version` (u).
     case hello = 1
@@ -30,6 +32,22 @@ public enum FrameKind: UInt8, Sendable, CaseIterable {
     case continued = 10
     /// Pairing ended before both confirmed.
     case pairCancel = 11
+    /// The continuing app on the sender opened a continuation stream for the
+    /// activity `id` (s) it fetched; `stream` (u) names it from now on.
+    case streamOpen = 12
+    /// Bytes of a stream: `stream` (u), `opener` (b: the sender opened it),
+    /// then the bytes themselves in ``Frame/data``, at most
+    /// ``StreamLimits/chunk`` of them.
+    case streamData = 13
+    /// The sender wrote `bytes` (u) more of the stream to its app: the
+    /// receiver may send that many more (`stream`, `opener` as for data).
+    case streamCredit = 14
+    /// The sender's end of the stream is closed (`stream`, `opener`); with
+    /// `name` and `message` (s) when it failed rather than ended.
+    case streamClose = 15
+    /// The fetched activity `id` (s) could not be continued on the sender:
+    /// `name` (s, an error name) and `message` (s). The origin does not mark it Continued.
+    case continueFailed = 16
 
     /// Frames an unpaired peer may send; anything else disconnects it.
     public var isPairing: Bool {
@@ -43,10 +61,14 @@ public enum FrameKind: UInt8, Sendable, CaseIterable {
 public struct Frame: Sendable, Equatable {
     public var kind: FrameKind
     public var body: [String: TypedValue]
+    /// The raw bytes a ``FrameKind/streamData`` frame carries after its body
+    /// (empty for every other kind): bulk data is not worth a typed value per byte.
+    public var data: [UInt8]
 
-    public init(_ kind: FrameKind, _ body: [String: TypedValue] = [:]) {
+    public init(_ kind: FrameKind, _ body: [String: TypedValue] = [:], data: [UInt8] = []) {
         self.kind = kind
         self.body = body
+        self.data = kind == .streamData ? data : []
     }
 
     public func string(_ key: String) -> String? { body[key]?.stringValue }
@@ -77,6 +99,8 @@ public enum FrameDecodingError: Error, Equatable, Sendable, CustomStringConverti
     case malformedBody(String)
     /// The body is a valid value but not an `a{sv}`.
     case bodyNotDictionary(String)
+    /// A stream-data frame whose body length points past the frame.
+    case badDataLayout
 
     public var description: String {
         switch self {
@@ -85,6 +109,7 @@ public enum FrameDecodingError: Error, Equatable, Sendable, CustomStringConverti
         case .unknownKind(let kind): return "unknown frame kind \(kind)"
         case .malformedBody(let reason): return "malformed frame body: \(reason)"
         case .bodyNotDictionary(let signature): return "frame body is \(signature), not a{sv}"
+        case .badDataLayout: return "stream data frame with a body longer than the frame"
         }
     }
 }
@@ -103,12 +128,16 @@ public enum FrameCodec {
         }
         // A body cannot nest deeper than what D-Bus gave us, so this does not throw in practice.
         let body = (try? TypedValueCodec.encode(.dictionary(keyType: "s", valueType: "v", entries))) ?? [1, UInt8(ascii: "{"), UInt8(ascii: "s"), 1, UInt8(ascii: "v"), 1, 0]
-        let length = UInt32(body.count + 1)
+        // Stream data: kind, the body's length (4 bytes), the body, the raw bytes.
+        let isData = frame.kind == .streamData
+        let length = UInt32(body.count + 1 + (isData ? 4 + frame.data.count : 0))
         var out: [UInt8] = []
         out.reserveCapacity(Int(length) + 4)
-        out += [UInt8(length >> 24), UInt8((length >> 16) & 0xff), UInt8((length >> 8) & 0xff), UInt8(length & 0xff)]
+        out += bigEndian(length)
         out.append(frame.kind.rawValue)
+        if isData { out += bigEndian(UInt32(body.count)) }
         out += body
+        if isData { out += frame.data }
         return out
     }
 
@@ -123,9 +152,20 @@ public enum FrameCodec {
     public static func decode(_ bytes: ArraySlice<UInt8>) throws(FrameDecodingError) -> Frame {
         guard let first = bytes.first else { throw .empty }
         guard let kind = FrameKind(rawValue: first) else { throw .unknownKind(first) }
+        var encodedBody = bytes.dropFirst()
+        var data: [UInt8] = []
+        if kind == .streamData {
+            guard encodedBody.count >= 4 else { throw .badDataLayout }
+            let start = encodedBody.startIndex
+            let bodyLength = Int(encodedBody[start]) << 24 | Int(encodedBody[start + 1]) << 16
+                | Int(encodedBody[start + 2]) << 8 | Int(encodedBody[start + 3])
+            guard bodyLength <= encodedBody.count - 4 else { throw .badDataLayout }
+            data = Array(encodedBody[(start + 4 + bodyLength)...])
+            encodedBody = encodedBody[(start + 4)..<(start + 4 + bodyLength)]
+        }
         let value: TypedValue
         do {
-            value = try TypedValueCodec.decode(Array(bytes.dropFirst()))
+            value = try TypedValueCodec.decode(Array(encodedBody))
         } catch {
             throw .malformedBody(error.reason)
         }
@@ -137,7 +177,11 @@ public enum FrameCodec {
             }
             body[key] = inner
         }
-        return Frame(kind, body)
+        return Frame(kind, body, data: data)
+    }
+
+    private static func bigEndian(_ value: UInt32) -> [UInt8] {
+        [UInt8(value >> 24), UInt8((value >> 16) & 0xff), UInt8((value >> 8) & 0xff), UInt8(value & 0xff)]
     }
 }
 

@@ -10,6 +10,7 @@ import TypedValues
 /// | `timeout-ms` | u | how long delivery may take; 0 or absent: 10 000; at most 600 000 |
 /// | `activation-token` | s | passed on in platform data (and as `XDG_ACTIVATION_TOKEN` to a launched app) |
 /// | `desktop-startup-id` | s | passed on in platform data (and as `DESKTOP_STARTUP_ID` to a launched app) |
+/// | `stream-relay` | o | `ContinueActivity` from unconfined callers only: the activity's origin is on another device, and a continuation stream the receiving app opens goes to `ContinuationStreamOpened` at this path on the caller's connection (useractivity-handoffd relays it) |
 ///
 /// Unknown keys and wrong types are `InvalidArgument`, as for every other
 /// options argument.
@@ -28,6 +29,8 @@ public struct ContinuationOptions: Sendable, Equatable {
     public var activationToken: String?
     /// `desktop-startup-id`, passed on unchanged.
     public var desktopStartupID: String?
+    /// `stream-relay`: where the stream of an origin on another device goes.
+    public var streamRelay: String?
 
     /// The defaults: no target, 10 s, no tokens.
     public init() {}
@@ -35,7 +38,7 @@ public struct ContinuationOptions: Sendable, Equatable {
     /// Parses an options `a{sv}`; `method` names the call in error messages.
     public static func parse(_ entries: [(String, TypedValue)], method: String) throws(UserActivityError) -> ContinuationOptions {
         let reader = try OptionsReader(entries, method: method, known: [
-            "target-app-id": "s", "timeout-ms": "u", "activation-token": "s", "desktop-startup-id": "s",
+            "target-app-id": "s", "timeout-ms": "u", "activation-token": "s", "desktop-startup-id": "s", "stream-relay": "o",
         ])
         var options = ContinuationOptions()
         if let target = reader["target-app-id"]?.stringValue {
@@ -47,6 +50,13 @@ public struct ContinuationOptions: Sendable, Equatable {
                                                    maximum: Int(maximumTimeoutMilliseconds)))
         options.activationToken = reader["activation-token"]?.stringValue
         options.desktopStartupID = reader["desktop-startup-id"]?.stringValue
+        if let relay = reader["stream-relay"]?.objectPathValue {
+            // Only an activity from outside has no live origin here to stream with.
+            guard method == "ContinueActivity" else {
+                throw .invalidArgument("option 'stream-relay' is for ContinueActivity only, not \(method)")
+            }
+            options.streamRelay = relay
+        }
         return options
     }
 

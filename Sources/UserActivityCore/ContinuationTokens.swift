@@ -16,6 +16,9 @@ public struct ContinuationToken: Sendable, Equatable {
     /// Whose share of ``ContinuationTokenBook/maximumOutstanding`` it counts
     /// against (the app or connection that asked for the continuation).
     public internal(set) var shareKey: String? = nil
+    /// When the origin is on another device: the path of the relay object on
+    /// ``originConnection`` that receives the origin's end of the stream.
+    public internal(set) var relayPath: String? = nil
 
     /// A token as ``ContinuationTokenBook`` issues it.
     public init(value: String, originActivityID: String, originConnection: String, receivingApp: String, issuedAt: Int64) {
@@ -73,7 +76,7 @@ public final class ContinuationTokenBook {
     ///
     /// `shareKey`: whose share it counts against (see ``maximumOutstandingPerCaller``).
     public func issue(originActivityID: String, originConnection: String, receivingApp: String, now: Int64,
-                      shareKey: String? = nil) -> String {
+                      shareKey: String? = nil, relayPath: String? = nil) -> String {
         purgeExpired(now: now)
         let held = tokens.values.lazy.filter { $0.shareKey == shareKey }.count
         if shareKey != nil, held >= Self.maximumOutstandingPerCaller {
@@ -88,6 +91,7 @@ public final class ContinuationTokenBook {
         var token = ContinuationToken(value: value, originActivityID: originActivityID,
                                       originConnection: originConnection, receivingApp: receivingApp, issuedAt: now)
         token.shareKey = shareKey
+        token.relayPath = relayPath
         tokens[value] = token
         return value
     }

@@ -18,7 +18,7 @@ public enum Interfaces {
 
     private static let typeArg = A("activity_type", "s", "reverse-DNS activity type declared by the caller's app in X-UserActivityTypes, e.g. com.example.Editor.edit-document, or a system type (org.example.UserActivity.browsing-web, org.example.UserActivity.open-document) that needs no declaration")
     private static let propertiesArg = A("properties", "a{sv}", "activity properties by kebab-case key (title, user-info, keywords, webpage-url, …); an unconfined caller may add app-id to name its app. Unknown keys, wrong types and activity-type are InvalidArgument")
-    private static let continueOptionsArg = A("options", "a{sv}", "target-app-id (s) chooses among candidate apps (UnknownApplication when not installed, NoHandler when it cannot take this activity; never swapped for another app); timeout-ms (u, default 10000, 0 = default, at most 600000) bounds launching, registering and answering together; activation-token (s) and desktop-startup-id (s) are passed on in platform data")
+    private static let continueOptionsArg = A("options", "a{sv}", "target-app-id (s) chooses among candidate apps (UnknownApplication when not installed, NoHandler when it cannot take this activity; never swapped for another app); timeout-ms (u, default 10000, 0 = default, at most 600000) bounds launching, registering and answering together; activation-token (s) and desktop-startup-id (s) are passed on in platform data; stream-relay (o), ContinueActivity from unconfined callers only (AccessDenied otherwise, InvalidArgument on other methods): the origin is on another device, and the continuation stream the receiving app opens with its continuation-token goes to Handler.ContinuationStreamOpened at this path on the caller's connection")
 
     public static let manager = InterfaceDescription(
         name: managerName,
@@ -158,7 +158,7 @@ public enum Interfaces {
 extension Interfaces {
     /// The manager's methods, in the documented order; `Interfaces.manager` lists them.
     public enum Manager: InterfaceMember {
-        case createActivity, becomeCurrent, donate, search, getSuggestions, continueActivity, fetchForHandoff, markContinued, continueSavedActivity, registerApplication, registerHandler, openContinuationStream, deleteSavedActivities, deleteAllSavedActivities, forgetApplication, forgetRange, forgetAll
+        case createActivity, becomeCurrent, donate, search, getSuggestions, continueActivity, fetchForHandoff, markContinued, continueSavedActivity, registerApplication, registerHandler, openContinuationStream, openHandoffStream, deleteSavedActivities, deleteAllSavedActivities, forgetApplication, forgetRange, forgetAll
 
         public static var interface: InterfaceDescription { manager }
 
@@ -219,6 +219,10 @@ extension Interfaces {
                 M(name: "OpenContinuationStream", inputs: [A("continuation_token", "s", "the continuation-token from ContinueActivity's platform data")],
                   outputs: [A("stream", "h", "one end of a socket pair; the origin app receives the other end through ContinuationStreamOpened")],
                   doc: "Called by the continuing app. A token is single-use, valid for 60 s and while its origin lives, and only for the app that received the continuation (AccessDenied otherwise; a refused call does not consume it).")
+            case .openHandoffStream:
+                M(name: "OpenHandoffStream", inputs: [A("activity", "o", "the live activity an app on another device continued")],
+                  outputs: [A("stream", "h", "one end of a socket pair; the activity's owner receives the other end through ContinuationStreamOpened")],
+                  doc: "Addition for useractivity-handoffd: the continuing app on another device opened a continuation stream, which the daemon relays through this socket. Only unconfined callers (AccessDenied otherwise). Errors: NotFound (no such live activity), ContinuationFailed (the activity does not support continuation streams, or its owner has no registered handler).")
             case .deleteSavedActivities:
                 M(name: "DeleteSavedActivities", inputs: [A("persistent_identifiers", "as", "persistent-identifier values of the caller app's saved activities")], outputs: [],
                   doc: "Deletes the caller app's saved activities with these persistent identifiers (deleteSavedUserActivities(withPersistentIdentifiers:)); other apps' entries are never touched.")

@@ -284,6 +284,7 @@ public final class UserActivityService {
         case .registerApplication: { $0.registerApplication($1) }
         case .registerHandler: { $0.continuation.registerHandler($1) }
         case .openContinuationStream: { $0.continuation.openContinuationStream($1) }
+        case .openHandoffStream: { $0.continuation.openHandoffStream($1) }
         case .deleteSavedActivities: { $0.deleteSavedActivities($1) }
         case .deleteAllSavedActivities: { $0.deleteAllSavedActivities($1) }
         case .forgetApplication: { $0.forgetApplication($1) }

@@ -411,6 +411,22 @@ final class ActivitySource {
         }
     }
 
+    /// Origin side: a continuing app on another device opened a stream; the
+    /// owner gets the other end of the socket returned here (OpenHandoffStream).
+    func openHandoffStream(activityID: String, completion: @escaping (Result<Int32, HandoffError>) -> Void) {
+        managerCall("OpenHandoffStream", [.objectPath(Self.managerPath + "/activity/" + activityID)], timeoutMilliseconds: 25_000) { result in
+            switch result {
+            case .success(let values):
+                guard case .unixFD(let fd)? = values.first, fd >= 0 else {
+                    TypedValue.closeFileDescriptors(in: values)
+                    return completion(.failure(HandoffError("ContinuationFailed", "useractivityd sent no stream")))
+                }
+                completion(.success(fd))
+            case .failure(let error): completion(.failure(error))
+            }
+        }
+    }
+
     /// Receiving side: ContinueActivity of the local useractivityd.
     func continueLocally(type: String, properties: TypedValue, options: [(String, TypedValue)], timeoutMilliseconds: Int32,
                          completion: @escaping (Result<String, HandoffError>) -> Void) {

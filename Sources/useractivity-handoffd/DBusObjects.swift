@@ -55,6 +55,7 @@ extension HandoffDaemon {
         guard message.kind == .methodCall, let path = message.path, let member = message.member else { return false }
         let interface = message.interface ?? ""
         if interface == "org.freedesktop.DBus.Peer" { return false }
+        if routeRelay(message) { return true }
         let device: Device?
         if path == HandoffInterfaces.managerPath {
             device = nil

@@ -109,6 +109,8 @@ final class HandoffDaemon {
     /// The system bus, for logind; nil when it cannot be reached.
     var systemBus: Connection?
     let environment: [String: String]
+    /// Continuation streams relayed to and from paired devices.
+    lazy var streams = StreamRelay(loop: loop, log: log)
 
     init(bus: Connection, loop: MainLoop, log: Logger, directory: StateDirectory, listen: String,
          environment: [String: String], clock: HandoffClock = MonotonicClock()) throws {
@@ -267,6 +269,7 @@ final class HandoffDaemon {
         link.onEstablished = { [weak self] link in self?.established(link) }
         link.onFrame = { [weak self] link, frame in self?.received(frame, on: link) }
         link.onClosed = { [weak self] link, reason in self?.closed(link, reason: reason) }
+        link.onDataDrained = { [weak self] link in self?.streams.resume(link) }
         links.append(link)
         return link
     }
@@ -309,6 +312,7 @@ final class HandoffDaemon {
             let call = pendingAddPeer.remove(at: index).call
             reply(call, error: HandoffError("ConnectionUnavailable", "cannot reach \(link.address): \(reason)"))
         }
+        streams.linkClosed(link, deviceName: devices[link.peerDeviceID]?.name ?? link.address, reason: reason)
         guard let device = devices[link.peerDeviceID], device.link === link else { return }
         device.link = nil
         for (_, completion) in device.fetches { completion(.failure(HandoffError("ConnectionUnavailable", "\(device.name) went away: \(reason)"))) }
@@ -332,7 +336,8 @@ final class HandoffDaemon {
             if let event = pairing.cancel(peer: link.peerDeviceID) { finishPairing(event) }
         case .advert: receivedAdvert(frame, on: link)
         case .unpair: receivedUnpair(on: link)
-        case .fetch, .fetchReply, .continued, .error: receivedContinuation(frame, on: link)
+        case .fetch, .fetchReply, .continued, .error, .continueFailed: receivedContinuation(frame, on: link)
+        case .streamOpen, .streamData, .streamCredit, .streamClose: receivedStream(frame, on: link)
         }
     }
 
@@ -626,6 +631,8 @@ final class HandoffDaemon {
                 guard let type = reply.string("activity-type"), let properties = reply.body["properties"] else {
                     return completion(.failure(HandoffError("HandoffFailed", "\(device.name) sent an incomplete activity")))
                 }
+                let relay = self.streamRelayPath(for: properties, from: device, activityID: remote.id)
+                let options = options + (relay.map { [("stream-relay", TypedValue.objectPath($0))] } ?? [])
                 self.activitySource?.continueLocally(type: type, properties: properties, options: options,
                                                     timeoutMilliseconds: Int32(min(Int(timeout == 0 ? 10_000 : timeout) * 2 + 1000, 1_300_000))) { result in
                     switch result {
@@ -633,6 +640,8 @@ final class HandoffDaemon {
                         link.send(Frame(.continued, ["id": .string(remote.id), "app-id": .string(appID)]))
                         completion(.success(appID))
                     case .failure(let error):
+                        if let relay { self.streams.unregister(relay) }
+                        link.send(Frame(.continueFailed, ["id": .string(remote.id), "name": .string(error.name), "message": .string(error.message)]))
                         completion(.failure(HandoffError(error.name, error.message)))
                     }
                 }
@@ -657,6 +666,7 @@ final class HandoffDaemon {
             source.fetchForHandoff(activityID: advertised.id, timeoutMilliseconds: Int32(frame.uint32("timeout-ms") ?? 10_000)) { result in
                 switch result {
                 case .success(let (type, properties)):
+                    self.streams.grant(device: device.id, activityID: id, now: self.clock.nowMicroseconds)
                     if !link.send(Frame(.fetchReply, ["request": .uint32(request), "activity-type": .string(type), "properties": properties])) {
                         link.send(Frame(.error, ["request": .uint32(request), "name": .string(HandoffInterfaces.errorPrefix + "UserInfoTooLarge"),
                                                  "message": .string("the activity is larger than a handoff frame may be (\(FrameCodec.pairedLimit / 1024) KiB)")]))
@@ -678,6 +688,8 @@ final class HandoffDaemon {
             }
         case .continued:
             if let id = frame.string("id"), let app = frame.string("app-id") { activitySource?.markContinued(activityID: id, byApp: app) }
+        case .continueFailed:
+            receivedContinueFailed(frame, from: device)
         default: break
         }
     }
@@ -688,6 +700,7 @@ final class HandoffDaemon {
         let now = clock.nowMicroseconds
         if let event = pairing.expire(now: now) { finishPairing(event) }
         for link in links { link.tick() }
+        streams.expire(now: now)
         for device in devices.values {
             for (request, deadline) in device.fetchDeadlines where now >= deadline {
                 device.fetchDeadlines[request] = nil

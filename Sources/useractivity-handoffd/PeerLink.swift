@@ -33,6 +33,9 @@ final class PeerLink {
     var onEstablished: ((PeerLink) -> Void)?
     var onFrame: ((PeerLink, Frame) -> Void)?
     var onClosed: ((PeerLink, String) -> Void)?
+    /// A stream-data frame was written and fewer than
+    /// ``StreamLimits/queuedDataFrames`` wait: the relays may read their apps again.
+    var onDataDrained: ((PeerLink) -> Void)?
 
     private let log: Logger
     private let clock: HandoffClock
@@ -44,6 +47,9 @@ final class PeerLink {
     private let acceptsKey: ([UInt8]) -> Bool
     private var reader = FrameReader(limit: FrameCodec.unpairedLimit)
     private var outgoing: [[UInt8]] = []
+    /// Stream data waits apart: adverts, fetches and keepalives overtake it.
+    private var outgoingData: [[UInt8]] = []
+    var queuedDataFrames: Int { outgoingData.count }
     private var isWriting = false
     /// Close once everything queued is written (after a last frame).
     private var closeWhenWritten: String?
@@ -181,6 +187,16 @@ final class PeerLink {
         return true
     }
 
+    /// Queues a stream-data frame behind every control frame.
+    @discardableResult
+    func sendData(_ frame: Frame) -> Bool {
+        guard !isClosed, isPaired, let bytes = FrameCodec.encode(frame, limit: FrameCodec.pairedLimit) else { return false }
+        outgoingData.append(bytes)
+        liveness.sent(now: clock.nowMicroseconds)
+        writeNext()
+        return true
+    }
+
     /// Sends what is queued, then closes.
     func close(afterSending reason: String) {
         closeWhenWritten = reason
@@ -188,9 +204,10 @@ final class PeerLink {
     }
 
     private func writeNext() {
-        if !isWriting, outgoing.isEmpty, let reason = closeWhenWritten { return close(reason: reason) }
-        guard !isWriting, !isClosed, let tls, !outgoing.isEmpty else { return }
-        let bytes = outgoing.removeFirst()
+        if !isWriting, outgoing.isEmpty, outgoingData.isEmpty, let reason = closeWhenWritten { return close(reason: reason) }
+        guard !isWriting, !isClosed, let tls, !outgoing.isEmpty || !outgoingData.isEmpty else { return }
+        let isData = outgoing.isEmpty
+        let bytes = isData ? outgoingData.removeFirst() : outgoing.removeFirst()
         writeBuffer?.deallocate()
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: bytes.count, alignment: 8)
         bytes.withUnsafeBytes { buffer.copyMemory(from: $0.baseAddress!, byteCount: bytes.count) }
@@ -208,6 +225,7 @@ final class PeerLink {
                 return
             }
             writeNext()
+            if isData && outgoingData.count < StreamLimits.queuedDataFrames { onDataDrained?(self) }
         }
         g_output_stream_write_all_async(output, buffer, gsize(bytes.count), G_PRIORITY_DEFAULT, cancellablePointer, callback, data)
     }
@@ -272,6 +290,7 @@ final class PeerLink {
         if let tls { g_io_stream_close_async(tls.as(GIOStream.self), G_PRIORITY_DEFAULT, nil, nil, nil) }
         onClosed?(self, reason)
         onClosed = nil
+        onDataDrained = nil
         onFrame = nil
         onEstablished = nil
     }

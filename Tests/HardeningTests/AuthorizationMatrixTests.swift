@@ -170,6 +170,12 @@ struct AuthorizationMatrixTests {
             call: manager("ContinueActivity") { _ in
                 [.string("org.nobody.Thing.view"), properties([("app-id", .string(UA.editor))]), properties([("timeout-ms", .uint32(100))])]
             }),
+        Row(interface: UA.manager, member: "ContinueActivity", variant: "stream-relay (from another device)",
+            expected: unconfinedOnly.mapValues { $0 == .ok ? .error(.noHandler) : $0 },
+            call: manager("ContinueActivity") { _ in
+                [.string("org.nobody.Thing.view"), properties([("app-id", .string(UA.editor))]),
+                 properties([("timeout-ms", .uint32(100)), ("stream-relay", .objectPath("/relay"))])]
+            }),
         Row(interface: UA.manager, member: "ContinueSavedActivity", variant: "editor's entry", expected: allow(except: [.confinedOther: .notFound]).mapValues { $0 == .ok ? .error(.remoteApplicationTimedOut) : $0 },
             call: manager("ContinueSavedActivity") { context in [.string(try context.savedID()), properties([("timeout-ms", .uint32(150))])] }),
         Row(interface: UA.manager, member: "FetchForHandoff", variant: "editor's live activity", expected: unconfinedOnly,
@@ -180,6 +186,9 @@ struct AuthorizationMatrixTests {
             }),
         Row(interface: UA.manager, member: "MarkContinued", variant: "editor's live activity", expected: unconfinedOnly,
             call: manager("MarkContinued") { context in [.objectPath(try context.activity()), .string(UA.viewer)] }),
+        Row(interface: UA.manager, member: "OpenHandoffStream", variant: "editor's live activity (no streams)",
+            expected: unconfinedOnly.mapValues { $0 == .ok ? .error(.continuationFailed) : $0 },
+            call: manager("OpenHandoffStream") { context in [.objectPath(try context.activity())] }),
         Row(interface: UA.manager, member: "RegisterApplication", variant: "the editor", expected: allow(except: [.confinedOther: .accessDenied]),
             call: manager("RegisterApplication") { _ in [.string(UA.editor)] }),
         Row(interface: UA.manager, member: "RegisterHandler", variant: "", expected: needsIdentity,

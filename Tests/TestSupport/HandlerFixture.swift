@@ -6,6 +6,17 @@ import Foundation
 /// /handler and registers it. Prints `READY`, or `ERROR <name> <message>`
 /// when registering failed, then one JSON line per ContinueActivity.
 public enum HandlerFixture {
+    /// org.example.UserActivity.Handler as introspection XML, for fixture apps to export.
+    public static let handlerXML = """
+    <node><interface name="org.example.UserActivity.Handler">
+    <method name="ContinueActivity"><arg type="s" direction="in"/><arg type="a{sv}" direction="in"/>
+    <arg type="a{sv}" direction="in"/><arg type="b" direction="out"/></method>
+    <method name="SaveActivity"><arg type="o" direction="in"/><arg type="a{sv}" direction="out"/></method>
+    <method name="ContinuationStreamOpened"><arg type="o" direction="in"/><arg type="h" direction="in"/></method>
+    <method name="FailedToContinue"><arg type="s" direction="in"/><arg type="s" direction="in"/><arg type="s" direction="in"/></method>
+    </interface></node>
+    """
+
     public static let python = #"""
 # SPDX-License-Identifier: Apache-2.0
 import json
@@ -15,13 +26,7 @@ import gi
 gi.require_version("Gio", "2.0")
 from gi.repository import Gio, GLib  # noqa: E402
 
-XML = """<node><interface name="org.example.UserActivity.Handler">
-<method name="ContinueActivity"><arg type="s" direction="in"/><arg type="a{sv}" direction="in"/>
-<arg type="a{sv}" direction="in"/><arg type="b" direction="out"/></method>
-<method name="SaveActivity"><arg type="o" direction="in"/><arg type="a{sv}" direction="out"/></method>
-<method name="ContinuationStreamOpened"><arg type="o" direction="in"/><arg type="h" direction="in"/></method>
-<method name="FailedToContinue"><arg type="s" direction="in"/><arg type="s" direction="in"/><arg type="s" direction="in"/></method>
-</interface></node>"""
+XML = """\#(handlerXML)"""
 
 
 def on_call(connection, sender, path, interface, method, parameters, invocation):

@@ -129,6 +129,16 @@ private func kind(_ body: () throws -> Any) -> UserActivityError.Kind? {
         #expect(kind { try ContinuationOptions.parse([("timeout-ms", .int32(1))], method: "m") } == .invalidArgument)
         #expect(kind { try ContinuationOptions.parse([("target-app-id", .string("nodots"))], method: "m") } == .invalidArgument)
     }
+
+    /// Only an activity from outside (another device) has no live origin here to stream with.
+    @Test func streamRelayIsForContinueActivityOnly() throws {
+        let relay = "/org/example/UserActivity/Handoff/relay/0123"
+        let options = try ContinuationOptions.parse([("stream-relay", .objectPath(relay))], method: "ContinueActivity")
+        #expect(options.streamRelay == relay)
+        #expect(options.platformData.isEmpty)
+        #expect(kind { try ContinuationOptions.parse([("stream-relay", .objectPath(relay))], method: "ContinueSavedActivity") } == .invalidArgument)
+        #expect(kind { try ContinuationOptions.parse([("stream-relay", .string(relay))], method: "ContinueActivity") } == .invalidArgument)
+    }
 }
 
 @Suite struct ContinuationTokenRules {
@@ -152,6 +162,16 @@ private func kind(_ body: () throws -> Any) -> UserActivityError.Kind? {
         #expect(token.originActivityID == "7" && token.originConnection == ":1.5")
         #expect(kind { try redeem(tokens, value, caller: "com.example.B", now: 3) } == .notFound, "used up")
         #expect(kind { try redeem(tokens, "token-99", caller: "com.example.B", now: 3) } == .notFound)
+    }
+
+    @Test func aRelayTokenLeadsToItsRelayAndGoesWithItsConnection() throws {
+        let tokens = book()
+        let relay = "/org/example/UserActivity/Handoff/relay/ab"
+        let value = tokens.issue(originActivityID: "", originConnection: ":1.9", receivingApp: "com.example.B", now: 0, relayPath: relay)
+        let other = tokens.issue(originActivityID: "", originConnection: ":1.9", receivingApp: "com.example.B", now: 0, relayPath: relay)
+        #expect(try redeem(tokens, value, caller: "com.example.B", now: 1).relayPath == relay)
+        tokens.connectionClosed(":1.9")
+        #expect(kind { try redeem(tokens, other, caller: "com.example.B", now: 2) } == .notFound)
     }
 
     /// A flood of continuations from one caller evicts only its own tokens:

@@ -3,7 +3,8 @@
 // device on the network (paired or not) can send useractivity-handoffd.
 // Properties: no crash; no frame over the reader's limit comes out; every
 // frame decoded re-encodes to bytes that decode to the same encoding; the
-// same stream read in other chunk sizes gives the same frames.
+// same stream read in other chunk sizes gives the same frames; a stream frame
+// that parses is within its bounds and round-trips.
 import FuzzDriver
 import HandoffCore
 
@@ -60,6 +61,25 @@ FuzzDriver.run { bytes in
         if (try? FrameCodec.decode(FrameCodec.encode(frame)[4...])) == nil {
             violations.append("decode accepted bytes whose re-encoding it refuses")
         }
+        violations += streamViolations(frame)
+    }
+    return violations
+}
+
+/// A stream frame the daemon accepts stays within its bounds, and says the
+/// same after the answer's round trip (which turns the key to the other side's view).
+func streamViolations(_ frame: Frame) -> [String] {
+    guard let message = StreamMessage.parse(frame) else { return [] }
+    var violations: [String] = []
+    if case .data(_, let bytes) = message, bytes.isEmpty || bytes.count > StreamLimits.chunk {
+        violations.append("a stream-data frame of \(bytes.count) bytes was accepted")
+    }
+    if case .credit(_, let bytes) = message, bytes == 0 || bytes > UInt32(StreamLimits.window) {
+        violations.append("a credit of \(bytes) bytes was accepted")
+    }
+    let reply = StreamMessage.parse(message.frame)
+    if reply.flatMap({ StreamMessage.parse($0.frame) }) != message {
+        violations.append("a \(frame.kind) message does not survive two round trips")
     }
     return violations
 }

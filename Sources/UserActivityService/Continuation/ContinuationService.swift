@@ -74,6 +74,9 @@ final class ContinuationService {
         context.withCaller(invocation) { [unowned self] identity in
             var payload = try ContinuationPayload.fromOutside(type: type, entries: entries, limits: registry.limits)
             let options = try ContinuationOptions.parse(optionEntries, method: "ContinueActivity")
+            if identity.isConfined && options.streamRelay != nil {
+                throw UserActivityError.accessDenied("only unconfined callers (useractivity-handoffd) may relay continuation streams")
+            }
             if identity.isConfined {
                 // A sandboxed app is the publisher of whatever it sends, named or not: the
                 // team rule then keeps it to its own vendor's apps (it cannot pass an
@@ -140,7 +143,7 @@ final class ContinuationService {
     }
 
     /// The live activity an unconfined caller (useractivity-handoffd) names by path.
-    private func handoffOrigin(_ invocation: Invocation, _ identity: ConnectionIdentity) throws -> (String, LiveActivity) {
+    func handoffOrigin(_ invocation: Invocation, _ identity: ConnectionIdentity) throws -> (String, LiveActivity) {
         guard !identity.isConfined else {
             throw UserActivityError.accessDenied("only unconfined callers (useractivity-handoffd, the shell) may read or mark activities for Handoff")
         }

@@ -96,6 +96,12 @@ extension ContinuationService {
                                      receivingApp: app, now: now(), shareKey: launchKey(continuation))
             continuation.token = token
             entries.append(("continuation-token", .string(token)))
+        } else if let relay = continuation.options.streamRelay, continuation.payload.properties.supportsContinuationStreams {
+            if let old = continuation.token { tokens.revoke(old) }
+            let token = tokens.issue(originActivityID: "", originConnection: continuation.invocation.sender,
+                                     receivingApp: app, now: now(), shareKey: launchKey(continuation), relayPath: relay)
+            continuation.token = token
+            entries.append(("continuation-token", .string(token)))
         }
         return .stringVariantDictionary(entries)
     }
