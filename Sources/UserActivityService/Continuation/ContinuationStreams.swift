@@ -51,7 +51,7 @@ extension ContinuationService {
     /// for an app on another device that continued this live activity, gets
     /// one end of a stream whose other end goes to the owner's handler.
     func openHandoffStream(_ invocation: Invocation) {
-        service.withCaller(invocation) { [unowned self] identity in
+        context.withCaller(invocation) { [unowned self] identity in
             let (id, origin) = try handoffOrigin(invocation, identity)
             let path = UserActivityService.path(of: id)
             guard origin.properties.supportsContinuationStreams else {
