@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * The activity keys of the contract (../shared/spec/dbus-api.md) and their
+ * The activity keys of the contract (dbus/org.example.UserActivity.xml) and their
  * D-Bus types, shared by both bench peers so they check exactly the same.
  */
 #ifndef BENCH_PEERS_ACTIVITY_KEYS_H
