@@ -12,10 +12,15 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "useractivity-bench", targets: ["useractivity-bench"]),
+        // In-process, no bus: the in-memory SearchIndex against an FTS5 table
+        // answering the same queries (bench/search-index.sh).
+        .executable(name: "searchindex-bench", targets: ["searchindex-bench"]),
     ],
     targets: [
         .systemLibrary(name: "CDBus", pkgConfig: "dbus-1"),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3"),
         .target(name: "TypedValues"),
+        .target(name: "ActivityStore", dependencies: ["CSQLite", "TypedValues"]),
         .target(name: "DBusKit", dependencies: ["CDBus", "TypedValues"]),
         .target(name: "UserActivityCore", dependencies: ["TypedValues"]),
         .target(name: "UserActivityInterfaces", dependencies: ["UserActivityCore", "TypedValues"]),
@@ -23,6 +28,8 @@ let package = Package(
         .executableTarget(name: "useractivity-bench", dependencies: [
             "CDBus", "DBusKit", "TypedValues", "UserActivityInterfaces", "TestSupport",
         ]),
+        .target(name: "CHeapInUse"),
+        .executableTarget(name: "searchindex-bench", dependencies: ["ActivityStore", "CSQLite", "CHeapInUse"]),
     ],
     swiftLanguageModes: [.v6]
 )
