@@ -191,7 +191,7 @@ public final class UserActivityService {
                               names.compactMap { name in saved.privacy.settings.value(of: name).map { (name, $0) } },
                               to: callers.readers(of: nil))
         }
-        loop.withThreadDefault { saved.privacy.start(on: loop) }
+        loop.withThreadDefault { saved.privacy.start(scheduler: scheduler) }
         saved.purgeExpired(now: scheduler.now)
         context.rearmExpiryTimer()
         exportDesktopSearch()
