@@ -16,7 +16,7 @@ final class PrivacyControls {
     private let log: Logger
     private let clock: () -> Int64
     private var monitor: DirectoryMonitor?
-    private var retentionTimer: GLibSource?
+    private var retentionTimer: ScheduledWork?
     /// Called with the names of properties whose values changed.
     var onChange: (([String]) -> Void)?
     /// Runs before the settings change or the store is trimmed by them (the owner writes what is still waiting).
@@ -33,8 +33,9 @@ final class PrivacyControls {
         if let loaded = readFile() { settings = loaded }
     }
 
-    /// Starts watching the file and the retention timer (on the loop's thread).
-    func start(on loop: MainLoop) {
+    /// Starts watching the file and the retention timer (on the loop's thread,
+    /// which also runs `scheduler`'s work).
+    func start(scheduler: Scheduler) {
         if let directory {
             monitor = DirectoryMonitor(directories: [directory], recursive: false) { [unowned self] in
                 guard let loaded = readFile(), loaded != settings else { return }
@@ -44,10 +45,15 @@ final class PrivacyControls {
         }
         enforceRetention()
         trimIfNeeded(previous: nil)
-        // Hourly is plenty for a limit counted in days.
-        retentionTimer = loop.every(milliseconds: 3_600_000) { [unowned self] in
+        armRetentionTimer(scheduler)
+    }
+
+    /// Hourly is plenty for a limit counted in days. The scheduler's work is
+    /// one-shot, so each run arms the next.
+    private func armRetentionTimer(_ scheduler: Scheduler) {
+        retentionTimer = scheduler.after(milliseconds: 3_600_000) { [unowned self] in
             enforceRetention()
-            return true
+            armRetentionTimer(scheduler)
         }
     }
 

@@ -43,9 +43,9 @@ final class RecentFilesBridge {
     private var queue: [(key: Int64, stamp: Int64, document: RecentDocument?)] = []
     private var queueStart = 0
     private var removals: [Int64] = []
-    private var batch: GLibSource?
+    private var batch: ScheduledWork?
     /// The read after start (its own source: a batch queued meanwhile must not wait on it).
-    private var firstRead: GLibSource?
+    private var firstRead: ScheduledWork?
     /// A read in progress on the worker thread, and whether the file changed meanwhile.
     private var isReading = false
     private var readAgain = false
@@ -62,7 +62,7 @@ final class RecentFilesBridge {
             fileMayHaveChanged()
         }
         // After export: the name is taken and calls are served while this reads.
-        firstRead = context.loop.whenNothingElseIsReady { [unowned self] in
+        firstRead = context.scheduler.whenIdle { [unowned self] in
             firstRead = nil
             fileMayHaveChanged()
         }
@@ -236,7 +236,7 @@ final class RecentFilesBridge {
             onIdle?()
             return
         }
-        batch = context.loop.whenNothingElseIsReady { [unowned self] in
+        batch = context.scheduler.whenIdle { [unowned self] in
             batch = nil
             writeBatch()
         }

@@ -89,10 +89,27 @@ final class ServiceContext {
 
     // MARK: Effects
 
+    /// Carries out what a handler changed, in order: the saved copies the
+    /// changes ask for (the reply waits for them, so an acknowledged save is
+    /// durable; a save `needsSave` takes over is written later), the reply,
+    /// then signals and timers. A failed write throws before anything is
+    /// answered or signalled.
+    func finish(_ invocation: Invocation, _ changes: Changes, reply: [TypedValue] = [],
+                deferringTo needsSave: NeedsSaveRequests) throws {
+        try persist(changes.events, deferringTo: needsSave)
+        invocation.reply(reply)
+        afterReply(changes)
+    }
+
     /// Signals and the expiry timer for changes already answered, or nobody's
-    /// call (expiry, a closed connection, an app's late SaveActivity answer).
+    /// call (expiry, a closed connection, an app's late SaveActivity answer,
+    /// a continuation whose app answered).
     func afterReply(_ changes: Changes) {
         sendSignals(for: changes.events)
+        for continued in changes.continued {
+            signal(UserActivityService.path(of: continued.activityID), Interfaces.activityName, "Continued",
+                   to: callers.readers(of: continued.ownerApp), [.string(continued.byApp)])
+        }
         if !changes.events.isEmpty || changes.savedActivitiesChanged { rearmExpiryTimer() }
     }
 

@@ -191,7 +191,7 @@ public final class UserActivityService {
                               names.compactMap { name in saved.privacy.settings.value(of: name).map { (name, $0) } },
                               to: callers.readers(of: nil))
         }
-        loop.withThreadDefault { saved.privacy.start(on: loop) }
+        loop.withThreadDefault { saved.privacy.start(scheduler: scheduler) }
         saved.purgeExpired(now: scheduler.now)
         context.rearmExpiryTimer()
         exportDesktopSearch()
@@ -454,14 +454,9 @@ public final class UserActivityService {
 
     static func path(of id: String) -> String { Interfaces.activityPathPrefix + id }
 
-    /// Carries out what a handler changed, in order: the saved copies the
-    /// changes ask for (the reply waits for them, so an acknowledged save is
-    /// durable), the reply, then signals and timers. A failed write throws
-    /// before anything is answered or signalled.
+    /// Carries out what a handler changed (``ServiceContext/finish(_:_:reply:deferringTo:)``).
     func finish(_ invocation: Invocation, _ changes: Changes, reply: [TypedValue] = []) throws {
-        try context.persist(changes.events, deferringTo: continuation.needsSave)
-        invocation.reply(reply)
-        afterReply(changes)
+        try context.finish(invocation, changes, reply: reply, deferringTo: continuation.needsSave)
     }
 
 

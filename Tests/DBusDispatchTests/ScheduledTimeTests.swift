@@ -47,15 +47,17 @@ import TypedValues
         try donate.append([.string(Self.editType), .stringVariantDictionary([Self.claimEditor, ("title", .string("Batched"))])])
         final class Answer: @unchecked Sendable { var result: Result<Message, DBusFailure>? }
         let answer = Answer()
+        // The service's own timers (the hourly retention check) wait too.
+        let quiet = harness.onLoop { scheduler.pendingCount }
         client.callAsync(donate, timeoutMilliseconds: 30_000) { answer.result = $0 }
         client.flush()
         // The write waits for both the idle work and the deadline timer.
-        #expect(waitUntil(timeout: 30) { harness.onLoop { scheduler.pendingCount } == 2 })
+        #expect(waitUntil(timeout: 30) { harness.onLoop { scheduler.pendingCount } == quiet + 2 })
         _ = client.readWriteDispatch(timeoutMilliseconds: 0)
         #expect(answer.result == nil, "answered before the batch was written")
 
         harness.advance(byMilliseconds: 5)
-        #expect(harness.onLoop { scheduler.pendingCount } == 0, "the write cancelled the idle work it made unnecessary")
+        #expect(harness.onLoop { scheduler.pendingCount } == quiet, "the write cancelled the idle work it made unnecessary")
         let deadline = Date().addingTimeInterval(30)
         while answer.result == nil, Date() < deadline { _ = client.readWriteDispatch(timeoutMilliseconds: 200) }
         let savedID = try #require(answer.result).get().arguments().first?.stringValue ?? ""
@@ -73,6 +75,8 @@ import TypedValues
         _ = try watcher.property(managerPath, managerInterface, "Version")
         let path = try owner.createActivity(Self.editType, [Self.claimEditor, ("title", .string("One"))])
         harness.advance(byMilliseconds: 1)
+        // The service's own timers (the hourly retention check) wait too.
+        let quiet = harness.onLoop { scheduler.pendingCount }
         var titles: [TypedValue] = []
         try watcher.addFilter { message in
             if message.member == "PropertiesChanged", message.path == path,
@@ -84,13 +88,49 @@ import TypedValues
 
         try owner.callService(on: path, activityInterface, "Update", [.stringVariantDictionary([("title", .string("Two"))])])
         // Answered; its signal waits for the pause, which only the scheduler can end.
-        #expect(harness.onLoop { scheduler.pendingCount } == 1)
+        #expect(harness.onLoop { scheduler.pendingCount } == quiet + 1)
         harness.advance(byMilliseconds: 1)
-        #expect(harness.onLoop { scheduler.pendingCount } == 0)
+        #expect(harness.onLoop { scheduler.pendingCount } == quiet)
         _ = waitUntil(timeout: 30) {
             watcher.readWriteDispatch(timeoutMilliseconds: 50)
             return !titles.isEmpty
         }
         #expect(titles == [.string("Two")])
+    }
+
+    @Test("The retention limit is enforced hourly on the scheduler: an entry unused for too long goes without any call")
+    func retentionIsCheckedHourly() throws {
+        let scheduler = ManualScheduler(now: Self.start)
+        let harness = try ServiceHarness(scheduler: scheduler)
+        let client = try harness.client()
+        try client.setManagerProperty("RetentionDays", .uint32(30))
+        try donate(client, harness, title: "old note")
+        harness.advance(byMilliseconds: 20 * 86_400_000)
+        try donate(client, harness, title: "new note")
+        harness.advance(byMilliseconds: 9 * 86_400_000 + 23 * 3_600_000)
+        let before = try client.searchTitles("note")
+        #expect(before == ["new note", "old note"], "purged before 30 days passed")
+        // 30 days and 1 h: the hourly check has passed the old entry's limit.
+        harness.advance(byMilliseconds: 2 * 3_600_000)
+        let after = try client.searchTitles("note")
+        #expect(after == ["new note"])
+    }
+
+    /// Donates and waits for the answer, moving the batching deadline by hand.
+    private func donate(_ client: Connection, _ harness: ServiceHarness, title: String) throws {
+        let donate = Message.methodCall(destination: "org.example.UserActivity", path: managerPath,
+                                        interface: managerInterface, member: "Donate")
+        try donate.append([.string(Self.editType), .stringVariantDictionary([Self.claimEditor, ("title", .string(title)),
+                                                                                 ("eligible-for-search", .boolean(true))])])
+        final class Answer: @unchecked Sendable { var result: Result<Message, DBusFailure>? }
+        let answer = Answer()
+        client.callAsync(donate, timeoutMilliseconds: 30_000) { answer.result = $0 }
+        client.flush()
+        let deadline = Date().addingTimeInterval(30)
+        while answer.result == nil, Date() < deadline {
+            harness.advance(byMilliseconds: 5)
+            _ = client.readWriteDispatch(timeoutMilliseconds: 50)
+        }
+        _ = try #require(answer.result).get()
     }
 }

@@ -169,13 +169,19 @@ final class ContinuationService {
                 throw UserActivityError(.notEligible, "the activity \(activity.activityType) is not eligible for handoff")
             }
             let options = try ContinuationOptions.parse(optionEntries, method: "FetchForHandoff")
+            // Answered now, or (NeedsSave) once the owner's SaveActivity
+            // answered or timed out: then no handler frame is left to return
+            // to, so the same step runs from the completion.
             let answer: () -> Void = { [unowned self] in
-                guard let origin = registry.activity(id) else {
-                    invocation.fail(UserActivityError.notFound("the activity ended while its owner was saving it"))
-                    return
+                do {
+                    guard let origin = registry.activity(id) else {
+                        throw UserActivityError.notFound("the activity ended while its owner was saving it")
+                    }
+                    let payload = ContinuationPayload(activityType: origin.activityType, properties: origin.properties, publisher: origin.appID)
+                    try finish(invocation, Changes(), reply: [.string(origin.activityType), payload.dictionary])
+                } catch {
+                    invocation.fail(error)
                 }
-                let payload = ContinuationPayload(activityType: origin.activityType, properties: origin.properties, publisher: origin.appID)
-                invocation.reply([.string(origin.activityType), payload.dictionary])
             }
             if needsSave.mustRefresh(activity) {
                 needsSave.refresh(id, timeoutMilliseconds: options.timeoutMilliseconds, completion: answer)
@@ -191,9 +197,7 @@ final class ContinuationService {
         context.withCaller(invocation) { [unowned self] identity in
             let (id, origin) = try handoffOrigin(invocation, identity)
             try ReverseDNSName.validate(app, as: "by_app_id")
-            invocation.reply()
-            context.signal(UserActivityService.path(of: id), Interfaces.activityName, "Continued",
-                           to: context.callers.readers(of: origin.appID), [.string(app)])
+            try finish(invocation, Changes(continued: [.init(activityID: id, ownerApp: origin.appID, byApp: app)]))
         }
     }
 
@@ -207,7 +211,8 @@ final class ContinuationService {
                 "app": "\(app)", "sender": "\(invocation.sender)", "path": "\(path)",
                 "replaced": "\(replaced.map { "\($0.connection) \($0.path)" } ?? "-")",
             ])
-            invocation.reply()
+            try finish(invocation, Changes())
+            // Continuations waiting for this app's handler: their own calls, answered when the app answers.
             deliverToAwaiting(app: app)
         }
     }
@@ -285,6 +290,10 @@ final class ContinuationService {
     }
 
     /// Ends a continuation with its app's ID; a live origin hears `Continued`.
+    ///
+    /// The call was answered asynchronously (the app was launched, or its
+    /// handler answered): the reply goes here, long after the handler
+    /// returned, and the signal through the same `afterReply` step.
     func succeed(_ continuation: PendingContinuation, app: String) {
         guard !continuation.isFinished else { return }
         // The caller is waiting: answer first, then tidy up.
@@ -293,10 +302,16 @@ final class ContinuationService {
         // Debug, not info: a line in the journal for every activity the user
         // continues would be a record of what they did (and a write per call).
         log.debug("activity continued", metadata: ["continuation": "\(continuation.summary)", "by": "\(app)"])
+        var changes = Changes()
         if let originID = continuation.originID, let origin = registry.activity(originID) {
-            context.signal(UserActivityService.path(of: originID), Interfaces.activityName, "Continued",
-                           to: context.callers.readers(of: origin.appID), [.string(app)])
+            changes.continued.append(.init(activityID: originID, ownerApp: origin.appID, byApp: app))
         }
+        context.afterReply(changes)
+    }
+
+    /// The service's one effects step, for a continuation call answered now.
+    func finish(_ invocation: Invocation, _ changes: Changes, reply: [TypedValue] = []) throws {
+        try context.finish(invocation, changes, reply: reply, deferringTo: needsSave)
     }
 
     /// Ends a continuation with an error for its caller.

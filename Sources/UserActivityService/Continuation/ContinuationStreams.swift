@@ -81,7 +81,7 @@ extension ContinuationService {
             close(ends[1])
         }
         let message = try AppMessages.handlerCall(handler, "ContinuationStreamOpened", [.objectPath(origin), .unixFD(ends[1])])
-        invocation.reply([.unixFD(ends[0])])
+        try finish(invocation, Changes(), reply: [.unixFD(ends[0])])
         log.debug("continuation stream opened", metadata: ["origin": "\(origin)", "to": "\(app)"])
         bus.callAsync(message, timeoutMilliseconds: 25_000) { [weak self] result in
             if case .failure(let failure) = result {

@@ -47,8 +47,8 @@ final class NeedsSaveRequests {
     private let context: ServiceContext
     private var inFlight: [String: [Waiter]] = [:]
     private var deferredSaves: [String: DeferredSave] = [:]
-    /// Idle callbacks that will start a deferred save's SaveActivity call.
-    private var idleStarts: [String: GLibSource] = [:]
+    /// Work that will start a deferred save's SaveActivity call on the loop's next turn.
+    private var pendingStarts: [String: ScheduledWork] = [:]
 
     init(context: ServiceContext) {
         self.context = context
@@ -64,7 +64,7 @@ final class NeedsSaveRequests {
     ///
     /// - Returns: false when the copy can be written now (the caller writes
     ///   it); true when it will be written after SaveActivity answers or 5 s
-    ///   pass. The call to the owner starts from an idle callback, after the
+    ///   pass. The call to the owner starts on the loop's next turn, after the
     ///   caller's reply went out, so a reply never waits for it and an app
     ///   learns its activity's path before it is asked about it.
     func deferSave(of activity: LiveActivity, countsAsUse: Bool) -> Bool {
@@ -76,9 +76,11 @@ final class NeedsSaveRequests {
         }
         deferredSaves[activity.id] = DeferredSave(uses: [countsAsUse], snapshot: activity)
         let id = activity.id
-        // A GLibSource is cancelled when released: keep it until it ran.
-        idleStarts[id] = context.loop.idle { [weak self] in
-            self?.idleStarts[id] = nil
+        // Scheduled work is cancelled when released: keep it until it ran.
+        // A zero delay, not `whenIdle`: it runs at the bus's own priority,
+        // so a stream of calls cannot hold it back the way it holds back idle work.
+        pendingStarts[id] = context.scheduler.after(milliseconds: 0) { [weak self] in
+            self?.pendingStarts[id] = nil
             self?.refresh(id, timeoutMilliseconds: Self.savingTimeoutMilliseconds) { [weak self] in
                 self?.writeDeferredSave(id)
             }

@@ -24,7 +24,7 @@ extension UserActivityService {
         let terms = invocation.arguments[0].stringArrayValue ?? []
         withCaller(invocation) { [unowned self] identity in
             let hits = try desktopSearch(terms.joined(separator: " "), visibleApp: providerScope(invocation, identity))
-            invocation.reply([.stringArray(hits.map(\.activity.savedID))])
+            try finish(invocation, Changes(), reply: [.stringArray(hits.map(\.activity.savedID))])
         }
     }
 
@@ -37,7 +37,7 @@ extension UserActivityService {
             // The full limit keeps previous results that now rank lower.
             let hits = try desktopSearch(terms.joined(separator: " "), visibleApp: providerScope(invocation, identity),
                                          limit: SearchOptions.maximumLimit)
-            invocation.reply([.stringArray(hits.map(\.activity.savedID).filter(previous.contains))])
+            try finish(invocation, Changes(), reply: [.stringArray(hits.map(\.activity.savedID).filter(previous.contains))])
         }
     }
 
@@ -57,7 +57,7 @@ extension UserActivityService {
                 if !entry.webpageURL.isEmpty { pairs.append(("clipboardText", .string(entry.webpageURL))) }
                 metas.append(.stringVariantDictionary(pairs))
             }
-            invocation.reply([.array(elementType: "a{sv}", metas)])
+            try finish(invocation, Changes(), reply: [.array(elementType: "a{sv}", metas)])
         }
     }
 
@@ -70,6 +70,8 @@ extension UserActivityService {
             guard try desktopSearchEntry(id, visibleApp: providerScope(invocation, identity)) != nil else {
                 throw UserActivityError.notFound("no saved activity '\(id.prefix(64))': it was deleted or expired, or it is not visible to this caller")
             }
+            // Answered when the continuation ends, after this handler returned:
+            // the reply (or the continuation's error) comes from its completion.
             continueSavedForDesktop(id, timestamp: timestamp, for: AccountedCaller(connection: invocation.sender, confinedApp: identity.isConfined ? identity.process.appID ?? "" : nil)) { result in
                 switch result {
                 case .success: invocation.reply()
@@ -104,7 +106,7 @@ extension UserActivityService {
                 return
             }
             log.debug("LaunchSearch: opened the search in \(app.id)", metadata: ["terms": "\(terms.count)"])
-            invocation.reply()
+            try finish(invocation, Changes())
         }
     }
 

@@ -39,7 +39,7 @@ extension UserActivityService {
                     .stringVariantDictionary(properties),
                 ])
             }
-            invocation.reply([.array(elementType: "(sssida{sv})", matches)])
+            try finish(invocation, Changes(), reply: [.array(elementType: "(sssida{sv})", matches)])
         }
     }
 
@@ -60,6 +60,7 @@ extension UserActivityService {
             switch action {
             case "":
                 let token = krunnerActivationTokens.removeValue(forKey: invocation.sender)
+                // Answered when the continuation ends, from its completion.
                 continueSavedForDesktop(id, timestamp: 0, for: AccountedCaller(connection: invocation.sender, confinedApp: identity.isConfined ? identity.process.appID ?? "" : nil), activationToken: token) { result in
                     switch result {
                     case .success: invocation.reply()
@@ -75,10 +76,10 @@ extension UserActivityService {
                 do {
                     let browser = try AppLauncher.open(uri: entry.webpageURL)
                     log.debug("KRunner: opened a saved activity's webpage-url", metadata: ["saved-id": "\(id)", "app": "\(browser)"])
-                    invocation.reply()
                 } catch {
                     throw UserActivityError(.noHandler, "the webpage-url could not be opened: \(error)")
                 }
+                try finish(invocation, Changes())
             default:
                 throw UserActivityError.invalidArgument("unknown action '\(action.prefix(64))'; Actions() lists \(DesktopSearchInterfaces.openInBrowserAction), and the empty action continues the activity")
             }
