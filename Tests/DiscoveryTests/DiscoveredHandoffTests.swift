@@ -112,7 +112,7 @@ struct DiscoveredHandoffTests {
         // The kernel picks the new ports, and may by chance hand back the old
         // one: the log line, not the address, shows that discovery dialed.
         #expect(newAddressOfA.hasPrefix(link.desktops[0].address + ":"), "\(oldAddressOfA) → \(newAddressOfA)")
-        #expect(a.handoffLog.contains("through Avahi"), "\(logs())")
-        #expect(a.handoffLog.contains("found through discovery") || b.handoffLog.contains("found through discovery"), "\(logs())")
+        #expect(a.logEventually(contains: "through Avahi"), "\(logs())")
+        #expect(waitUntil(timeout: 30) { a.handoffLog.contains("found through discovery") || b.handoffLog.contains("found through discovery") }, "\(logs())")
     }
 }

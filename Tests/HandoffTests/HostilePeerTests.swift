@@ -83,7 +83,7 @@ struct HostilePeerTests {
         let stacks = try TwoStacks()
         let lines = try runRawPeer(stacks.b, mode: "hello")
         #expect(!lines.contains("HELLO"), "\(lines)\n\(stacks.logs)")
-        #expect(stacks.b.handoffLog.contains("handshake"), "\(stacks.logs)")
+        #expect(stacks.b.logEventually(contains: "handshake"), "\(stacks.logs)")
         #expect(lines.last == "CLOSED")
         try stillServes(stacks)
     }
@@ -93,7 +93,7 @@ struct HostilePeerTests {
         try stacks.b.set("Discoverable", .boolean(true))
         let lines = try runRawPeer(stacks.b, mode: "advert")
         #expect(lines.contains("HELLO") && lines.last == "CLOSED", "\(lines)")
-        #expect(stacks.b.handoffLog.contains("is not paired and sent a advert frame"), "\(stacks.logs)")
+        #expect(stacks.b.logEventually(contains: "is not paired and sent a advert frame"), "\(stacks.logs)")
         try stillServes(stacks)
     }
 
@@ -102,7 +102,7 @@ struct HostilePeerTests {
         try stacks.b.set("Discoverable", .boolean(true))
         let lines = try runRawPeer(stacks.b, mode: "oversize")
         #expect(lines.contains("HELLO") && lines.last == "CLOSED", "\(lines)")
-        #expect(stacks.b.handoffLog.contains("over the limit"), "\(stacks.logs)")
+        #expect(stacks.b.logEventually(contains: "over the limit"), "\(stacks.logs)")
         try stillServes(stacks)
     }
 
@@ -111,7 +111,7 @@ struct HostilePeerTests {
         try stacks.b.set("Discoverable", .boolean(true))
         let lines = try runRawPeer(stacks.b, mode: "garbage")
         #expect(lines.contains("HELLO") && lines.last == "CLOSED", "\(lines)")
-        #expect(stacks.b.handoffLog.contains("unknown frame kind 200"), "\(stacks.logs)")
+        #expect(stacks.b.logEventually(contains: "unknown frame kind 200"), "\(stacks.logs)")
         try stillServes(stacks)
     }
 
@@ -120,7 +120,7 @@ struct HostilePeerTests {
         try stacks.b.set("Discoverable", .boolean(true))
         let lines = try runRawPeer(stacks.b, mode: "tls12")
         #expect(lines.first == "HANDSHAKE TLSv1.2" && !lines.contains("HELLO"), "\(lines)\n\(stacks.logs)")
-        #expect(stacks.b.handoffLog.contains("below 1.3"), "\(stacks.logs)")
+        #expect(stacks.b.logEventually(contains: "below 1.3"), "\(stacks.logs)")
         #expect(lines.last == "CLOSED")
         try stillServes(stacks)
     }
@@ -143,7 +143,7 @@ struct LivenessTests {
         try stacks.b.set("Discoverable", .boolean(true))
         let lines = try HostilePeerTests().runRawPeer(stacks.b, mode: "stall")
         #expect(lines.contains("HELLO") && lines.last == "CLOSED", "\(lines)")
-        #expect(stacks.b.handoffLog.contains("stalled in the middle of a frame"), "\(stacks.logs)")
+        #expect(stacks.b.logEventually(contains: "stalled in the middle of a frame"), "\(stacks.logs)")
     }
 
     @Test func aVanishedDeviceBecomesUnreachableAndItsActivityIsCleared() throws {
@@ -158,6 +158,6 @@ struct LivenessTests {
         defer { stacks.a.handoffd?.signal(SIGCONT) }
         #expect(stacks.b.waitForDevice(onB, "Reachable", timeout: 90, { $0 == .boolean(false) }), "\(stacks.logs)")
         #expect(try stacks.b.deviceProperties(onB)["CurrentActivity"]?.stringVariantEntries?.isEmpty == true)
-        #expect(stacks.b.handoffLog.contains("stopped answering"), "\(stacks.logs)")
+        #expect(stacks.b.logEventually(contains: "stopped answering"), "\(stacks.logs)")
     }
 }

@@ -90,7 +90,7 @@ struct PairingTests {
         try stacks.b.startHandoffd()
         // B still trusts A until A reaches it and says so.
         #expect(stacks.b.waitForDevice(onB, "Paired", timeout: 30, { $0 == .boolean(false) }), "\(stacks.logs)")
-        #expect(stacks.a.handoffLog.contains("telling Stack B it was unpaired"))
+        #expect(stacks.a.logEventually(contains: "telling Stack B it was unpaired"))
         let state = try String(contentsOfFile: stacks.a.session.stateHome + "/useractivity/handoff/peers.ini", encoding: .utf8)
         #expect(!state.contains("TellUnpair=true") && !state.contains("Paired=true"), "\(state)")
     }

@@ -32,7 +32,8 @@ struct SandboxIdentityTests {
         let owner = try harness.bus.run("busctl", ["--user", "get-property", UA.busName, path, UA.activityInterface, "AppId"])
         // The sandboxed agent has exited, so its activity may be gone already: only check when still there.
         if owner.succeeded { #expect(owner.trimmedStdout == "s \"\(UA.sandboxed)\"") }
-        #expect(harness.bus.log.contains("app=\(UA.sandboxed)") && harness.bus.log.contains("source=flatpak-info"),
+        // The daemon's log reaches the test through a pipe, read as it arrives.
+        #expect(waitUntil(timeout: 30) { harness.bus.log.contains("app=\(UA.sandboxed)") && harness.bus.log.contains("source=flatpak-info") },
                 "\(harness.logTail())")
     }
 
@@ -51,6 +52,6 @@ struct SandboxIdentityTests {
         try #require(calls.count == 2, "\(agent.allReports) \(agent.process.stderrText) \(harness.logTail())")
         #expect(calls[0].error == UA.error("AccessDenied"), "\(calls[0])")
         #expect(calls[1].ok, "\(calls[1])")
-        #expect(harness.bus.log.contains("source=snap snappy"), "\(harness.logTail())")
+        #expect(waitUntil(timeout: 30) { harness.bus.log.contains("source=snap snappy") }, "\(harness.logTail())")
     }
 }

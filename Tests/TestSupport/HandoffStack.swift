@@ -199,6 +199,19 @@ public final class HandoffStack: @unchecked Sendable {
 
     public var handoffLog: String { handoffd?.stderrText ?? "" }
 
+
+    /// Whether handoffd's log comes to contain `text`: its output is read
+
+    /// as it arrives, so a line the daemon wrote just before closing a
+
+    /// socket may not be in ``handoffLog`` at once.
+
+    public func logEventually(contains text: String, timeout: Double = 30) -> Bool {
+
+        waitUntil(timeout: timeout) { handoffLog.contains(text) }
+
+    }
+
     public func nameHasOwner(_ name: String) throws -> Bool {
         try client.callBus("NameHasOwner", [.string(name)]).first == .boolean(true)
     }
