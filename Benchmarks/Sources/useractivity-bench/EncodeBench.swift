@@ -2,14 +2,13 @@
 import DBusKit
 import TypedValues
 
-/// Builds the same signal many times, either with `WireEncoder` (what
-/// `Message.signal(path:interface:member:arguments:)` does) or with libdbus's
-/// append iterators (`Message.append`), so `bench/callgrind-libcompare.sh`
-/// can count the instructions of each under callgrind. The arguments are made
-/// once, outside the counted loop; "empty" builds an argument-less signal,
-/// the fixed cost both paths share.
+/// Builds the same signal many times with libdbus's append iterators
+/// (`Message.append`), so `bench/callgrind-libcompare.sh` can count its
+/// instructions under callgrind (the figures that retired `WireEncoder` are
+/// in docs/architecture.md). The arguments are made once, outside the counted
+/// loop; "empty" builds an argument-less signal, the fixed cost of any.
 enum EncodeBench {
-    static let usage = "useractivity-bench --encode encoder|iterators|empty properties-changed|interfaces-added|large COUNT"
+    static let usage = "useractivity-bench --encode iterators|empty properties-changed|interfaces-added|large COUNT"
 
     static func run(_ arguments: [String]) -> Int32 {
         guard arguments.count == 3, let count = Int(arguments[2]), count >= 0,
@@ -21,9 +20,6 @@ enum EncodeBench {
         do {
             for _ in 0..<count {
                 switch arguments[0] {
-                case "encoder":
-                    _ = try Message.signal(path: path, interface: message.interface, member: message.member,
-                                           arguments: message.arguments)
                 case "iterators":
                     let signal = Message.signal(path: path, interface: message.interface, member: message.member)
                     try signal.append(message.arguments)
