@@ -19,14 +19,16 @@ let package = Package(
     targets: [
         .systemLibrary(name: "CDBus", pkgConfig: "dbus-1"),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3"),
+        .systemLibrary(name: "CGLib", pkgConfig: "gio-unix-2.0"),
         .target(name: "TypedValues"),
         .target(name: "ActivityStore", dependencies: ["CSQLite", "TypedValues"]),
         .target(name: "DBusKit", dependencies: ["CDBus", "TypedValues"]),
+        .target(name: "GLibSupport", dependencies: ["CGLib", "DBusKit"]),
         .target(name: "UserActivityCore", dependencies: ["TypedValues"]),
         .target(name: "UserActivityInterfaces", dependencies: ["UserActivityCore", "TypedValues"]),
         .target(name: "TestSupport", dependencies: ["DBusKit", "TypedValues"], exclude: ["README.md"]),
         .executableTarget(name: "useractivity-bench", dependencies: [
-            "CDBus", "DBusKit", "TypedValues", "UserActivityInterfaces", "TestSupport",
+            "CDBus", "CGLib", "DBusKit", "GLibSupport", "TypedValues", "UserActivityInterfaces", "TestSupport",
         ]),
         .target(name: "CHeapInUse"),
         .executableTarget(name: "searchindex-bench", dependencies: ["ActivityStore", "CSQLite", "CHeapInUse"]),

@@ -44,34 +44,22 @@ public final class Message: @unchecked Sendable {
 
     /// A method return for `call`, optionally with arguments.
     public static func methodReturn(to call: Message, _ values: [TypedValue] = []) throws(DBusFailure) -> Message {
-        if !values.isEmpty && !WireHeader.isCheaperThroughIterators(values) {
-            let header = WireHeader(type: .methodReturn, expectsReply: false, replySerial: call.serial,
-                                    destination: call.sender)
-            if call.serial != 0, let reply = header.message(arguments: values) { return reply }
-        }
         let reply = Message(takingOwnershipOf: dbus_message_new_method_return(call.pointer))
         try reply.append(values)
         return reply
     }
 
-    /// A method call with its arguments, built in one piece (see ``WireEncoder``).
+    /// A method call with its arguments.
     public static func methodCall(destination: String?, path: String, interface: String?, member: String,
                                   arguments: [TypedValue]) throws(DBusFailure) -> Message {
-        let header = WireHeader(type: .methodCall, expectsReply: true, path: path, interface: interface,
-                                member: member, destination: destination)
-        if !arguments.isEmpty && !WireHeader.isCheaperThroughIterators(arguments),
-           let message = header.message(arguments: arguments) { return message }
         let message = methodCall(destination: destination, path: path, interface: interface, member: member)
         try message.append(arguments)
         return message
     }
 
-    /// A signal with its arguments, built in one piece (see ``WireEncoder``).
+    /// A signal with its arguments.
     public static func signal(path: String, interface: String, member: String,
                               arguments: [TypedValue]) throws(DBusFailure) -> Message {
-        let header = WireHeader(type: .signal, expectsReply: false, path: path, interface: interface, member: member)
-        if !arguments.isEmpty && !WireHeader.isCheaperThroughIterators(arguments),
-           let message = header.message(arguments: arguments) { return message }
         let message = signal(path: path, interface: interface, member: member)
         try message.append(arguments)
         return message

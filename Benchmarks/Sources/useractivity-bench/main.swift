@@ -8,6 +8,10 @@ func note(_ text: String) {
 }
 
 func runBench() -> Int32 {
+    let arguments = Array(CommandLine.arguments.dropFirst())
+    if arguments.first == "--encode" { return EncodeBench.run(Array(arguments.dropFirst())) }
+    if arguments.first == "--poll" { return PollBench.run(Array(arguments.dropFirst())) }
+    if arguments.first == "--replies" { return ReplyBench.run(Array(arguments.dropFirst())) }
     InterruptCleanup.install()
     let options: BenchOptions
     do {
