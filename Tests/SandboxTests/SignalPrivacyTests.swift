@@ -17,24 +17,48 @@ struct SignalPrivacyTests {
         var keyword: String { "LEAK-KEYWORD-\(tag)" }
         var description: String { "LEAK-DESCRIPTION-\(tag)" }
         var url: String { "https://leak-\(tag.lowercased()).example/page" }
-        var all: [String] { [title, newTitle, userInfo, addedUserInfo, keyword, description, url] }
+        var donatedTitle: String { "LEAK-DONATED-\(tag)" }
+        var donatedUserInfo: String { "LEAK-DONATED-USERINFO-\(tag)" }
+        var continuedTitle: String { "LEAK-CONTINUED-\(tag)" }
+        var all: [String] { [title, newTitle, userInfo, addedUserInfo, keyword, description, url, donatedTitle, donatedUserInfo, continuedTitle] }
 
-        /// Creates, updates, makes current, resigns, makes current again and
-        /// invalidates one activity of `type`; then waits to hear its own
-        /// retitling (its own signals reach it) before it ends.
-        func ownerSteps(type: String, claim: String?) -> [SandboxAgent.Step] {
+        /// Creates, updates (NeedsSave, search eligibility), makes current,
+        /// resigns, makes current again and invalidates one activity of
+        /// `type`, donates a saved one and searches its own; an unconfined
+        /// owner also marks its activity continued elsewhere (`Continued`),
+        /// continues an activity into `continueInto` and changes the privacy
+        /// settings, naming its own types. It waits to hear its own retitling
+        /// (its own signals reach it) before it ends.
+        func ownerSteps(type: String, claim: String?, unconfined: Bool = false, continueInto: String? = nil) -> [SandboxAgent.Step] {
             let last = SandboxAgent.lastPath
             let claimEntry = claim.map { "'app-id': <\(gv($0))>, " } ?? ""
-            return [
+            var steps: [SandboxAgent.Step] = [
                 .addMatch("type='signal',sender='\(UA.busName)'"),
                 .call(path: UA.managerPath, interface: "org.freedesktop.DBus.ObjectManager", member: "GetManagedObjects"),
-                managerCall("CreateActivity", "(\(gv(type)), {\(claimEntry)'title': <\(gv(title))>, 'user-info': <{'k': <\(gv(userInfo))>}>, 'keywords': <[\(gv(keyword))]>, 'content-description': <\(gv(description))>, 'webpage-url': <\(gv(url))>})"),
-                activityCall(last, "Update", "({'title': <\(gv(newTitle))>, 'keywords': <[\(gv(keyword)), 'x']>},)"),
+                managerCall("Donate", "(\(gv(type)), {\(claimEntry)'title': <\(gv(donatedTitle))>, 'user-info': <{'k': <\(gv(donatedUserInfo))>}>, 'persistent-identifier': <'leak-p'>, 'eligible-for-search': <true>})"),
+                managerCall("CreateActivity", "(\(gv(type)), {\(claimEntry)'title': <\(gv(title))>, 'user-info': <{'k': <\(gv(userInfo))>}>, 'keywords': <[\(gv(keyword))]>, 'content-description': <\(gv(description))>, 'webpage-url': <\(gv(url))>, 'eligible-for-search': <true>})"),
+                activityCall(last, "Update", "({'title': <\(gv(newTitle))>, 'keywords': <[\(gv(keyword)), 'x']>, 'needs-save': <true>},)"),
                 activityCall(last, "AddUserInfoEntries", "({'more': <\(gv(addedUserInfo))>},)"),
                 activityCall(last, "BecomeCurrent"),
                 activityCall(last, "ResignCurrent"),
                 activityCall(last, "BecomeCurrent"),
                 .call(path: last, interface: "org.freedesktop.DBus.Properties", member: "GetAll", arguments: "(\(gv(UA.activityInterface)),)"),
+                managerCall("Search", "(\(gv(donatedTitle)), @a{sv} {})"),
+            ]
+            if unconfined {
+                steps += [
+                    managerCall("MarkContinued", "(objectpath \(gv(last)), \(gv(UA.viewer)))"),
+                    .call(path: UA.managerPath, interface: "org.freedesktop.DBus.Properties", member: "Set",
+                          arguments: "(\(gv(UA.managerInterface)), 'BlockedActivityTypes', <[\(gv(type + ".blocked"))]>)"),
+                    .call(path: UA.managerPath, interface: "org.freedesktop.DBus.Properties", member: "Set",
+                          arguments: "(\(gv(UA.managerInterface)), 'BlockedActivityTypes', <@as []>)"),
+                ]
+            }
+            if let continueInto {
+                // The target app starts (Exec=/bin/true) and never registers: the call times out, after the service sent what it would.
+                steps.append(managerCall("ContinueActivity", "(\(gv(continueInto)), {'title': <\(gv(continuedTitle))>}, {'timeout-ms': <uint32 300>})"))
+            }
+            return steps + [
                 .waitForReceived(addedUserInfo),
                 .say("CREATED"),
                 activityCall(last, "Invalidate"),
@@ -86,17 +110,25 @@ struct SignalPrivacyTests {
             .call(path: UA.managerPath, interface: "org.freedesktop.DBus.Properties", member: "GetAll", arguments: "(\(gv(UA.managerInterface)),)"),
             .call(path: UA.managerPath + "/activity", interface: "org.freedesktop.DBus.Introspectable", member: "Introspect"),
             .call(path: UA.managerPath, interface: "org.freedesktop.DBus.Introspectable", member: "Introspect"),
+            managerCall("Search", "('LEAK', @a{sv} {})"),
+            managerCall("GetSuggestions", "(@a{sv} {},)"),
             activityCall(last, "BecomeCurrent"),
         ])
         try #require(try watcher.waitForSay("READY"), "watcher: \(watcher.allReports) \(watcher.process.stderrText)")
         try #require(try subscriber.waitForSay("READY"), "subscriber: \(subscriber.allReports) \(subscriber.process.stderrText)\n\(harness.logTail())")
 
         let hostOwner = try harness.host([managerCall("RegisterApplication", "(\(gv(UA.player)),)")]
-            + host.ownerSteps(type: UA.playerType, claim: nil))
+            + host.ownerSteps(type: UA.playerType, claim: nil, unconfined: true, continueInto: UA.notesType))
         let notesOwner = try notesSandbox.spawnAgent(confined.ownerSteps(type: UA.notesType, claim: nil))
         for (name, owner) in [("host owner", hostOwner), ("sandboxed owner", notesOwner)] {
             let reports = try owner.finish()
-            #expect(reports.filter { $0.step != "say" && $0.step != "done" }.allSatisfy { $0.ok }, "\(name): \(reports)\n\(harness.logTail())")
+            // Only the host continues into the notes app, which never registers.
+            let timedOut = reports.filter { $0.error == UA.error("RemoteApplicationTimedOut") }.count
+            #expect(timedOut == (name == "host owner" ? 1 : 0), "\(name): \(reports)")
+            #expect(reports.filter { $0.step != "say" && $0.step != "done" && $0.error != UA.error("RemoteApplicationTimedOut") }.allSatisfy { $0.ok },
+                    "\(name): \(reports)\n\(harness.logTail())")
+            #expect(reports.contains { $0.step == "call" && $0.reply?.contains(name == "host owner" ? host.donatedTitle : confined.donatedTitle) == true },
+                    "\(name) does not find its own donation: \(reports)")
             #expect(reports.contains { $0.text == "OWNER-DONE" }, "\(name) did not finish: \(reports) \(owner.process.stderrText)")
         }
         let watcherReports = try watcher.finish()
@@ -108,7 +140,7 @@ struct SignalPrivacyTests {
             #expect(calls.first?.error == "org.freedesktop.DBus.Error.AccessDenied", "BecomeMonitor through the proxy: \(calls.first.map { "\($0)" } ?? "-")")
             calls.removeFirst()
         }
-        #expect(calls.count == 7 && calls.allSatisfy { $0.ok }, "subscriber: \(reports)\n\(harness.logTail())")
+        #expect(calls.count == 9 && calls.allSatisfy { $0.ok }, "subscriber: \(reports)\n\(harness.logTail())")
         #expect(reports.contains { $0.step == "wait-received" && $0.ok }, "the subscriber never heard of its own activity: \(reports)")
         #expect(subscriber.messagesContaining(Self.ownSentinel) > 0)
 
@@ -124,7 +156,39 @@ struct SignalPrivacyTests {
         }
         #expect(paths.count == 2)
         let foreign = host.all + confined.all + [UA.player, UA.playerType, UA.notes, UA.notesType] + paths
-        let leaked = foreign.filter { subscriber.messagesContaining($0) > 0 }
-        #expect(subscriber.leakedBytes(of: foreign) == 0, "leaked to the sandboxed subscriber: \(leaked)")
+        // GIO announces every app it launches (org.gtk.gio.DesktopAppInfo.Launched, the launched
+        // entry's path and app ID, for the shell) as a broadcast on its own connection, which owns
+        // no name a sandbox may talk to: xdg-dbus-proxy drops it; an app given the real socket
+        // receives it (a known, documented limit of that case). Behind the proxy nothing is exempt.
+        let exempt = viaProxy ? [] : subscriber.receivedMessages().filter { Self.isLaunchAnnouncement($0) }
+        let counted = subscriber.receivedMessages().filter { message in !exempt.contains(message) }
+        let leaked = foreign.filter { needle in counted.contains { Self.occurrences(of: needle, in: $0) > 0 } }
+        let leakedBytes = foreign.reduce(0) { total, needle in total + counted.reduce(0) { $0 + Self.occurrences(of: needle, in: $1) * needle.utf8.count } }
+        #expect(leakedBytes == 0, "leaked to the sandboxed subscriber: \(leaked)")
+        #expect(exempt.allSatisfy { message in ![host.all, confined.all].joined().contains { Self.occurrences(of: $0, in: message) > 0 } },
+                "GIO's launch announcement carries activity data")
+        print("sandboxed subscriber (\(access)): \(counted.count) messages received, \(leakedBytes) bytes of other apps' data; \(exempt.count) GIO launch announcements set aside")
+    }
+
+    /// Whether a received message is GIO's `org.gtk.gio.DesktopAppInfo.Launched` broadcast.
+    static func isLaunchAnnouncement(_ message: [UInt8]) -> Bool {
+        occurrences(of: "org.gtk.gio.DesktopAppInfo", in: message) > 0 && occurrences(of: "Launched", in: message) > 0
+    }
+
+    /// How often `needle` occurs in `message`, without overlaps.
+    static func occurrences(of needle: String, in message: [UInt8]) -> Int {
+        let pattern = Array(needle.utf8)
+        guard !pattern.isEmpty, message.count >= pattern.count else { return 0 }
+        var count = 0
+        var index = 0
+        while index <= message.count - pattern.count {
+            if message[index..<index + pattern.count].elementsEqual(pattern) {
+                count += 1
+                index += pattern.count
+            } else {
+                index += 1
+            }
+        }
+        return count
     }
 }
