@@ -57,6 +57,16 @@ public struct ActivityLimits: Sendable {
     public var launchBurstPerApp = 10
     public var launchIntervalMicroseconds: Int64 = 1_000_000
 
+    /// A sandboxed app's donations (`Donate`): a token bucket of
+    /// ``donationBurstPerApp`` refilled at one donation per
+    /// ``donationIntervalMicroseconds`` (50 a second), over all its
+    /// connections. Each donation is a durable write that every caller's
+    /// next save and search waits behind, so one app flooding them would
+    /// hold up the others. Unconfined callers are not counted: the shell,
+    /// the bridges and host apps are trusted as the user.
+    public var donationBurstPerApp = 200
+    public var donationIntervalMicroseconds: Int64 = 20_000
+
     public init() {}
     public static let standard = ActivityLimits()
 }

@@ -41,7 +41,8 @@ public enum Interfaces {
         1024 per sandboxed app over all its connections, 8192 in the session; their data 16 MiB per app and
         256 MiB in the session; continuations in flight 64 per connection, 128 per sandboxed app, 1024 in the
         session (desktop-search continuations count against the shell or app that asked); app and browser
-        launches 10 at once per app (per connection for an unconfined caller), then one per second. A call
+        launches 10 at once per app (per connection for an unconfined caller), then one per second; donations 200
+        at once per sandboxed app over all its connections, then 50 a second (unconfined callers are not counted). A call
         whose activity data are larger than any valid one is refused before it is decoded (UserInfoTooLarge for
         user-info). Unix file descriptors are never taken from callers or apps: every one received is closed.
         System activity types: any app may create, make current and donate these without declaring them
@@ -175,7 +176,7 @@ extension Interfaces {
             case .donate:
                 M(name: "Donate", inputs: [typeArg, propertiesArg],
                   outputs: [A("saved_id", "s", "id of the saved copy (the same for a repeated persistent-identifier); empty when saving is paused or blocked")],
-                  doc: "Saves a shortcut for suggestions and search without making anything current (a Siri shortcut donation); counts as one use. eligible-for-prediction defaults to true here. The reply comes after the write is durable.")
+                  doc: "Saves a shortcut for suggestions and search without making anything current (a Siri shortcut donation); counts as one use. eligible-for-prediction defaults to true here. The reply comes after the write is durable. LimitExceeded (addition): a sandboxed app's share of donations is spent (200 at once, then 50 a second over all its connections).")
             case .search:
                 M(name: "Search", inputs: [A("query", "s", "free text; every word must match, the last also as a prefix; case- and accent-insensitive; operators are plain words"),
                                             A("options", "a{sv}", "limit (u, default 20, at most 200), app-id (s), activity-types (as)")],

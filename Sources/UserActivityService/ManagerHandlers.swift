@@ -69,6 +69,8 @@ extension UserActivityService {
             if properties.expirationDate != 0 && properties.expirationDate <= now {
                 throw UserActivityError.expired("expiration-date \(properties.expirationDate) is already past; use a future time or 0 for never")
             }
+            // A sandboxed app's share of the store's writes; only a valid donation takes from it.
+            if identity.isConfined, let refusal = context.takeDonation(app: app) { throw refusal }
             // Answered once written (donations that arrive together share one commit).
             saved.donate(type: type, app: app, properties: properties, now: now) { [unowned self] result in
                 switch result {

@@ -65,6 +65,19 @@ final class ServiceContext {
     lazy var launchBudget = LaunchBudget(burst: registry.limits.launchBurstPerApp,
                                          intervalMicroseconds: registry.limits.launchIntervalMicroseconds)
 
+    /// Donations per sandboxed app (``ActivityLimits/donationBurstPerApp``).
+    lazy var donationBudget = LaunchBudget(burst: registry.limits.donationBurstPerApp,
+                                           intervalMicroseconds: registry.limits.donationIntervalMicroseconds)
+
+    /// Takes one donation from a sandboxed `app`'s share; the LimitExceeded to answer with when it is spent.
+    func takeDonation(app: String) -> UserActivityError? {
+        let now = scheduler.now
+        guard !donationBudget.take(app, now: now) else { return nil }
+        let wait = (donationBudget.wait(app, now: now) + 999) / 1000
+        let limits = registry.limits
+        return UserActivityError(.limitExceeded, "too many donations: this app already donated \(limits.donationBurstPerApp) activities in a short time (one more per \(limits.donationIntervalMicroseconds / 1000) ms is allowed); nothing was saved, try again in \(wait) ms")
+    }
+
     /// Takes one launch from `key`'s budget; the LimitExceeded to answer with when it is spent.
     func takeLaunch(_ key: String, what: String) -> UserActivityError? {
         let now = scheduler.now

@@ -108,6 +108,40 @@ struct AppShareTests {
         #expect(launchEditor(app)?.name == UA.error(.limitExceeded))
     }
 
+    @Test("Donations: a sandboxed app over two connections gets its share (5 at once, then one per second of the service clock); another app and unconfined callers are still served")
+    func donationShare() throws {
+        let clock = ManualClock(start: 1_700_000_000_000_000)
+        var limits = ActivityLimits()
+        limits.donationBurstPerApp = 5
+        limits.donationIntervalMicroseconds = 1_000_000
+        let harness = try InProcessService(limits: limits, clock: { clock.now })
+        let connections = try (0..<2).map { _ in try harness.client(as: .flatpak(UA.sandboxed)) }
+        func donate(_ client: BusClient, _ type: String, app: String? = nil, _ n: Int) -> String? {
+            var entries: [(String, TypedValue)] = [("title", .string("donation \(n)"))]
+            if let app { entries.append(("app-id", .string(app))) }
+            return client.attempt(UA.managerPath, UA.manager, "Donate", [.string(type), .stringVariantDictionary(entries)]).errorName
+        }
+        var accepted = 0
+        for n in 0..<8 where donate(connections[n % 2], UA.sandboxedType, n) == nil { accepted += 1 }
+        #expect(accepted == 5, "the sandboxed app's donations accepted over 2 connections: \(accepted); its share is 5 at once")
+        let refused = connections[0].attempt(UA.managerPath, UA.manager, "Donate",
+                                             [.string(UA.sandboxedType), .stringVariantDictionary([("title", .string("one more"))])])
+        guard case .failure(let failure) = refused else { Issue.record("the 6th donation was accepted"); return }
+        #expect(failure.name == UA.error(.limitExceeded) && failure.message.contains("too many donations"), "\(failure.name): \(failure.message)")
+        // A new connection of the same app shares the app's budget.
+        #expect(donate(try harness.client(as: .flatpak(UA.sandboxed)), UA.sandboxedType, 9) == UA.error(.limitExceeded))
+        // Another sandboxed app has its own share; an unconfined caller is not counted.
+        let other = try harness.client(as: .flatpak(UA.player))
+        #expect(donate(other, UA.playType, 10) == nil)
+        let host = try harness.client()
+        for n in 0..<20 { #expect(donate(host, UA.sandboxedType, app: UA.sandboxed, 100 + n) == nil, "unconfined donation \(n)") }
+        // An invalid donation does not take from the share.
+        clock.advance(by: 1_000_000)
+        #expect(donate(connections[1], "not a type", 11) == UA.error(.invalidArgument))
+        #expect(donate(connections[1], UA.sandboxedType, 12) == nil, "one more per interval")
+        #expect(donate(connections[1], UA.sandboxedType, 13) == UA.error(.limitExceeded))
+    }
+
     @Test("Desktop search: ActivateResult calls of one app count against that app, not the service's own connection; the shell's still works")
     func desktopSearchCountsTheAskingCaller() throws {
         var limits = Self.small()
