@@ -22,6 +22,14 @@ struct AppShareTests {
         return limits
     }
 
+    /// A service on a clock the test steps, with `adjust`ed limits.
+    static func clockedService(_ adjust: (inout ActivityLimits) -> Void) throws -> (ManualClock, InProcessService) {
+        let clock = ManualClock(start: 1_700_000_000_000_000)
+        var limits = ActivityLimits()
+        adjust(&limits)
+        return (clock, try InProcessService(limits: limits, clock: { clock.now }))
+    }
+
     @Test("Live activities: a sandboxed app over three connections gets its share of 7; another app and unconfined callers are still served")
     func liveActivityShare() throws {
         let harness = try InProcessService(limits: Self.small())
@@ -77,11 +85,7 @@ struct AppShareTests {
 
     @Test("Launches: a token bucket per caller on the service clock; the next launch is refused with LimitExceeded until time passes")
     func launchRate() throws {
-        let clock = ManualClock(start: 1_700_000_000_000_000)
-        var limits = ActivityLimits()
-        limits.launchBurstPerApp = 3
-        limits.launchIntervalMicroseconds = 2_000_000
-        let harness = try InProcessService(limits: limits, clock: { clock.now })
+        let (clock, harness) = try Self.clockedService { $0.launchBurstPerApp = 3; $0.launchIntervalMicroseconds = 2_000_000 }
         let app = try harness.client(as: .flatpak(UA.sandboxed))
         /// A continuation into the editor, which is launched (`Exec=/bin/true`) and never registers a handler.
         func launchEditor(_ client: BusClient) -> DBusFailure? {
@@ -110,11 +114,7 @@ struct AppShareTests {
 
     @Test("Donations: a sandboxed app over two connections gets its share (5 at once, then one per second of the service clock); another app and unconfined callers are still served")
     func donationShare() throws {
-        let clock = ManualClock(start: 1_700_000_000_000_000)
-        var limits = ActivityLimits()
-        limits.donationBurstPerApp = 5
-        limits.donationIntervalMicroseconds = 1_000_000
-        let harness = try InProcessService(limits: limits, clock: { clock.now })
+        let (clock, harness) = try Self.clockedService { $0.donationBurstPerApp = 5; $0.donationIntervalMicroseconds = 1_000_000 }
         let connections = try (0..<2).map { _ in try harness.client(as: .flatpak(UA.sandboxed)) }
         func donate(_ client: BusClient, _ type: String, app: String? = nil, _ n: Int) -> String? {
             var entries: [(String, TypedValue)] = [("title", .string("donation \(n)"))]
