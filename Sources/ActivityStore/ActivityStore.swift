@@ -58,7 +58,10 @@ public final class ActivityStore: Sendable {
         try FileSystem.createPrivateFile(path, mode: 0o600)
         let db = try SQLiteConnection(path: path)
         try Self.configure(db, wal: true)
+        let isNewFile = (Int(try db.pragma("user_version")) ?? 0) == 0
         try Schema.migrate(db)
+        // A failure (a full disk) leaves the file as it was: the store still opens, and the next open tries again.
+        try? Self.zeroFreePagesOnce(db, isNewFile: isNewFile)
         self.path = path
         self.hourOfDay = hourOfDay
         self.connection = Mutex(db)
@@ -76,6 +79,25 @@ public final class ActivityStore: Sendable {
         try configure(db, wal: false)
         try Schema.migrate(db)
         return ActivityStore(inMemory: db, hourOfDay: hourOfDay)
+    }
+
+    /// The file header's application ID once every free page of the file is
+    /// known to hold zeros ("UAS1"). Only files this build created or
+    /// rewrote carry it; older daemons ignore it.
+    static let zeroedFreePagesMark: Int32 = 0x5541_5331
+
+    /// Rewrites, once, a file that older builds wrote with `secure_delete =
+    /// FAST`: what they deleted (entries forgotten before this build, the
+    /// full-text index's segments) stays readable in free and overflow pages
+    /// that `secure_delete = ON` never visits again, until SQLite happens to
+    /// reuse them. `VACUUM` copies only live content; the checkpoint puts the
+    /// rewrite in the file and empties the WAL. A new file has nothing to
+    /// scrub and is only marked.
+    private static func zeroFreePagesOnce(_ db: SQLiteConnection, isNewFile: Bool) throws(StoreError) {
+        guard Int32(try db.pragma("application_id")) != zeroedFreePagesMark else { return }
+        if !isNewFile { try db.execute("VACUUM") }
+        try db.execute("PRAGMA application_id = \(zeroedFreePagesMark)")
+        try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     }
 
     private static func configure(_ db: SQLiteConnection, wal: Bool) throws(StoreError) {

@@ -48,4 +48,36 @@ import TypedValues
         #expect(Self.contains(scrubbedDirectory.path, "entry 1 wombat-title"), "the other app's entries stay")
         print("forget without scrubbing leaves the title on disk: \(Self.contains(fastDirectory.path, "entry 0 wombat-title"))")
     }
+
+    /// A file an older build wrote (secure_delete FAST, no mark): what it
+    /// deleted is still in free pages until the store, opened by this
+    /// build, rewrites the file once.
+    @Test func fileFromAnOlderBuildIsRewrittenOnce() throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.path + "/" + ActivityStore.fileName
+        do {
+            let old = try filledStore(directory.path, secureDelete: "FAST")
+            // Descriptions long enough for overflow pages, which FAST frees without zeroing.
+            _ = try old.saveBatch((0..<200).map { n in
+                record(app: "com.example.Editor", id: "long\(n)", title: "long \(n)",
+                       description: String(repeating: "o", count: 6000) + " wombat-overflow \(n)")
+            }, at: baseTime)
+            #expect(try old.deleteAll(appID: "com.example.Editor") == 2200)
+        }
+        do {
+            // Older builds left the header's application ID at 0.
+            let raw = try SQLiteConnection(path: file)
+            try raw.execute("PRAGMA application_id = 0")
+        }
+        #expect(Self.contains(directory.path, "wombat-overflow 7"), "the older build's forgotten description is in a free page")
+        let started = Date()
+        do { _ = try ActivityStore(directory: directory.path) }
+        let seconds = Date().timeIntervalSince(started)
+        print(String(format: "opening a file of 2000 live and 2200 deleted entries an older build wrote, rewritten once: %.1f ms", seconds * 1000))
+        #expect(!Self.contains(directory.path, "wombat-overflow 7") && !Self.contains(directory.path, "entry 0 wombat-title"),
+                "text forgotten before the upgrade is still in the files")
+        #expect(Self.contains(directory.path, "entry 1 wombat-title"), "live entries stay")
+        let mark = try SQLiteConnection(path: file).pragma("application_id")
+        #expect(mark == String(ActivityStore.zeroedFreePagesMark))
+    }
 }
