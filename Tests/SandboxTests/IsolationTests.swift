@@ -9,6 +9,8 @@ import Testing
 struct IsolationTests {
     static let secretTitle = "ISOLATION-SECRET-TITLE"
     static let secretSaved = "ISOLATION-SECRET-SAVED"
+    static let searchProvider = UA.managerPath + "/SearchProvider"
+    static let searchProviderInterface = "org.gnome.Shell.SearchProvider2"
 
     /// The first single-quoted value in a reply such as `('abc',)`.
     static func firstString(in reply: String?) -> String? {
@@ -88,6 +90,21 @@ struct IsolationTests {
             (.call(path: UA.managerPath, interface: "org.freedesktop.DBus.ObjectManager", member: "GetManagedObjects"), nil),
             (.call(path: UA.managerPath, interface: "org.freedesktop.DBus.Properties", member: "Get",
                    arguments: "(\(gv(UA.managerInterface)), 'CurrentActivity')"), nil),
+            // The desktop search objects the shell and KRunner read: scoped to the caller's own app.
+            (.call(path: Self.searchProvider, interface: Self.searchProviderInterface, member: "GetInitialResultSet",
+                   arguments: "([\(gv(Self.secretSaved))],)"), nil),
+            (.call(path: Self.searchProvider + "/org_2eother_2ePlayer", interface: Self.searchProviderInterface, member: "GetInitialResultSet",
+                   arguments: "([\(gv(Self.secretSaved))],)"), nil),
+            (.call(path: Self.searchProvider, interface: Self.searchProviderInterface, member: "GetResultMetas",
+                   arguments: "([\(gv(savedID))],)"), nil),
+            (.call(path: Self.searchProvider, interface: Self.searchProviderInterface, member: "ActivateResult",
+                   arguments: "(\(gv(savedID)), @as [], uint32 0)"), UA.error("NotFound")),
+            (.call(path: Self.searchProvider, interface: Self.searchProviderInterface, member: "LaunchSearch",
+                   arguments: "([\(gv(Self.secretSaved))], uint32 0)"), UA.error("AccessDenied")),
+            (.call(path: UA.managerPath + "/KRunner", interface: "org.kde.krunner1", member: "Match",
+                   arguments: "(\(gv(Self.secretSaved)),)"), nil),
+            (.call(path: UA.managerPath + "/KRunner", interface: "org.kde.krunner1", member: "Run",
+                   arguments: "(\(gv(savedID)), '')"), UA.error("NotFound")),
         ]
         let agent: SandboxAgent
         var keepAlive: AnyObject?
@@ -127,6 +144,10 @@ struct IsolationTests {
         #expect(!(calls[20].reply ?? "").contains(otherPath + "'"), "\(calls[20])")
         #expect(calls[21].reply?.contains("'/'") == true, "\(calls[21])")
         #expect(calls[18].reply == "([],)", "\(calls[18])")
+        for index in [22, 23, 24, 27] {
+            #expect(calls[index].reply == "([],)" || calls[index].reply == "(@as [],)" || calls[index].reply == "(@aa{sv} [],)"
+                    || calls[index].reply == "(@a(sssida{sv}) [],)", "step \(index): \(calls[index])")
+        }
 
         // The continuation never went to the other vendor's app.
         #expect(!FileManager.default.fileExists(atPath: harness.playerLaunchedMarker), "org.other.Player was launched for the sandbox's activity")
