@@ -45,11 +45,13 @@ struct AppShareTests {
         // Another sandboxed app has its own share, and an unconfined caller the session's cap.
         let other = try harness.client(as: .flatpak(UA.player))
         for _ in 0..<5 { _ = try other.create(UA.playType, app: nil) }
-        let host = try harness.client()
-        for _ in 0..<5 { _ = try host.create(UA.sandboxedType, app: UA.sandboxed) }
+        // The unconfined caller names the sandboxed app and goes past that app's share (8 > 7): only the session cap (20) holds it.
+        let hosts = try (0..<2).map { _ in try harness.client() }
+        for host in hosts { for _ in 0..<4 { _ = try host.create(UA.sandboxedType, app: UA.sandboxed) } }
+        #expect(dbusErrorName { _ = try hosts[1].create(UA.sandboxedType, app: UA.sandboxed) } == limitExceeded, "the session cap: 7 + 5 + 8 = 20")
         // A connection closing gives its share back.
         connections[0].close()
-        #expect(waitUntil(timeout: 5) { (try? connections[1].create(UA.sandboxedType, app: nil)) != nil })
+        #expect(waitUntil(timeout: 30) { (try? connections[1].create(UA.sandboxedType, app: nil)) != nil })
     }
 
     @Test("Continuations in flight: a sandboxed app over three connections gets its share of 6; a host caller is still served")
