@@ -29,8 +29,8 @@ struct ForgettingTests {
         }
     }
 
-    @Test("ForgetApplication, DeleteSavedActivities, ForgetRange and ForgetAll leave no forgotten title in the db, -wal or -shm file",
-          arguments: ["ForgetApplication", "DeleteSavedActivities", "ForgetRange", "ForgetAll"])
+    @Test("ForgetApplication, DeleteSavedActivities, DeleteAllSavedActivities, ForgetRange, ForgetAll and blocking the app leave no forgotten title in the db, -wal or -shm file",
+          arguments: ["ForgetApplication", "DeleteSavedActivities", "DeleteAllSavedActivities", "ForgetRange", "ForgetAll", "BlockedApplications"])
     func forgottenTitlesLeaveNoTrace(method: String) throws {
         let daemon = try ActivatedDaemon()
         let pid = try daemon.activate()
@@ -55,6 +55,9 @@ struct ForgettingTests {
         switch method {
         case "ForgetApplication": _ = try client.manager("ForgetApplication", [.string(UA.editor)])
         case "DeleteSavedActivities": _ = try client.manager("DeleteSavedActivities", [.stringArray((0..<5).map { "secret-\($0)" })])
+        case "DeleteAllSavedActivities": _ = try client.manager("DeleteAllSavedActivities")
+        case "BlockedApplications":
+            _ = try client.call(UA.managerPath, UA.properties, "Set", [.string(UA.manager), .string("BlockedApplications"), .variant(.stringArray([UA.editor]))])
         case "ForgetRange": _ = try client.manager("ForgetRange", [.int64(0), .int64(Int64.max)])
         default: _ = try client.manager("ForgetAll")
         }
