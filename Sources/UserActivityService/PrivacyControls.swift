@@ -128,6 +128,7 @@ final class PrivacyControls {
         do {
             let deleted = try store.trimAll(keeping: Int(limit))
             if deleted > 0 { log.info("per-app limit: deleted the oldest saved activities", metadata: ["deleted": "\(deleted)"]) }
+            if deleted > 0 { _ = try? store.scrubDeletedContent() }
         } catch {
             log.error("per-app limit: \(error)")
         }

@@ -272,7 +272,8 @@ final class SavedActivities {
         writePendingDonations()
         do {
             expirationMayHaveChanged()
-            let purged = try store.purgeExpired(now: now)
+            // Past its date an entry is as gone as a forgotten one, in the files too.
+            let purged = scrubbing(try store.purgeExpired(now: now))
             if purged > 0 { log.info("purged expired saved activities", metadata: ["count": "\(purged)"]) }
         } catch {
             log.error("could not purge expired saved activities: \(error)")

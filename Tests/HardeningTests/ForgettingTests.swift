@@ -71,4 +71,24 @@ struct ForgettingTests {
         }
         #expect(try daemon.daemonPID() == pid)
     }
+
+    @Test("An expired saved activity, purged when its date passes, leaves nothing in the db, -wal or -shm file")
+    func expiredEntriesLeaveNoTrace() throws {
+        let state = try TemporaryDirectory(prefix: "uahs-")
+        let clock = ManualClock(start: 1_700_000_000_000_000)
+        let harness = try InProcessService(stateDirectory: state.path, clock: { clock.now })
+        let client = try harness.client()
+        let secret = "wallaby-expiring-secret"
+        _ = try client.donate(app: UA.editor, [("title", .string("kept entry")), ("eligible-for-search", .boolean(true))])
+        _ = try client.donate(app: UA.editor, [("title", .string(secret)), ("eligible-for-search", .boolean(true)),
+                                               ("content-description", .string(secret + String(repeating: "x", count: 6000))),
+                                               ("expiration-date", .int64(clock.now + 300_000))])
+        #expect(!Self.filesContain(state.path, secret).isEmpty, "the title is on disk before it expires")
+        // The service's timer for the earliest expiration fires (real time), then reads the stepped clock.
+        clock.advance(by: 1_000_000)
+        #expect(waitUntil(timeout: 30) { Self.filesContain(state.path, secret).isEmpty },
+                "the expired entry is still in \(Self.filesContain(state.path, secret))")
+        #expect(try client.search(secret).isEmpty)
+        #expect(!Self.filesContain(state.path, "kept entry").isEmpty)
+    }
 }
