@@ -73,7 +73,11 @@ import TypedValues
         let started = Date()
         do { _ = try ActivityStore(directory: directory.path) }
         let seconds = Date().timeIntervalSince(started)
-        print(String(format: "opening a file of 2000 live and 2200 deleted entries an older build wrote, rewritten once: %.1f ms", seconds * 1000))
+        // The same file again, marked now: the open that every later start pays.
+        let reopened = Date()
+        do { _ = try ActivityStore(directory: directory.path) }
+        let baseline = Date().timeIntervalSince(reopened)
+        print(String(format: "opening a file of 2000 live and 2200 deleted entries an older build wrote: %.1f ms with the one-time rewrite, %.1f ms for the next open", seconds * 1000, baseline * 1000))
         #expect(!Self.contains(directory.path, "wombat-overflow 7") && !Self.contains(directory.path, "entry 0 wombat-title"),
                 "text forgotten before the upgrade is still in the files")
         #expect(Self.contains(directory.path, "entry 1 wombat-title"), "live entries stay")
