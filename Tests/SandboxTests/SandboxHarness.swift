@@ -75,6 +75,20 @@ final class SandboxHarness: @unchecked Sendable {
 /// Skips a test when this machine cannot build sandboxes (no bwrap, no user namespaces).
 let sandboxesAvailable = SandboxedApp.isAvailable
 
+/// Where the real-sandbox tier is required (`USERACTIVITY_REQUIRE_SANDBOX=1`,
+/// as CI sets), a machine that cannot build sandboxes is a failure, not a
+/// reason to skip every test of the tier in silence.
+@Suite("Sandbox tier")
+struct SandboxTierTests {
+    @Test("sandboxes can be built where the tier is required",
+          .enabled(if: ProcessInfo.processInfo.environment["USERACTIVITY_REQUIRE_SANDBOX"] == "1", "USERACTIVITY_REQUIRE_SANDBOX is not 1"))
+    func sandboxesAreAvailable() {
+        if case .failure(let error) = SandboxedApp.availability {
+            Issue.record("USERACTIVITY_REQUIRE_SANDBOX=1 but no sandbox can be built here, so every SandboxTests test would be skipped: \(error)")
+        }
+    }
+}
+
 /// GVariant text for a string.
 func gv(_ s: String) -> String {
     "'" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'") + "'"
