@@ -34,7 +34,11 @@ struct IsolationTests {
     }
 
     static let confinements: [Confinement] = {
-        var all: [Confinement] = [.flatpak(.userActivity), .flatpak(.directSocket)]
+        var all: [Confinement] = [
+            .flatpak(.userActivity),
+            .flatpak(.userActivityCalls),
+            .flatpak(.directSocket),
+        ]
         if (try? SnapScope.writableHierarchy().get()) != nil { all.append(.snap) }
         return all
     }()

@@ -72,6 +72,13 @@ final class SandboxHarness: @unchecked Sendable {
     }
 }
 
+extension SandboxedApp.BusAccess {
+    /// Behind the proxy with `--call` rules for the service's objects only (no `--talk`).
+    static let userActivityCalls = SandboxedApp.BusAccess.call([
+        "\(UA.busName)=*@/org/example/UserActivity", "\(UA.busName)=*@/org/example/UserActivity/*",
+    ])
+}
+
 /// Skips a test when this machine cannot build sandboxes (no bwrap, no user namespaces).
 let sandboxesAvailable = SandboxedApp.isAvailable
 

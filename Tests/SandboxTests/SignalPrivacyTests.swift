@@ -70,7 +70,7 @@ struct SignalPrivacyTests {
 
     @Test("a sandboxed subscriber receives nothing of other apps' activities", arguments: [
         SandboxedApp.BusAccess.userActivity,
-        .call(["\(UA.busName)=*@/org/example/UserActivity", "\(UA.busName)=*@/org/example/UserActivity/*"]),
+        .userActivityCalls,
         .directSocket,
     ])
     func subscriberLearnsNothing(access: SandboxedApp.BusAccess) throws {
