@@ -159,9 +159,6 @@ final class ServiceContext {
                                   fields.map { ($0.propertyName, activity.value(of: $0, isCurrent: isCurrent)) },
                                   to: callers.readers(of: activity.appID))
             case .currentChanged(let from, let to):
-                // The manager's CurrentActivity first: it is what a follower
-                // of the session (a shell, handoffd's advert) waits for.
-                currentActivityChanged(fromApp: from.flatMap(app(of:)), toApp: to.flatMap(app(of:)), to: to)
                 if let from, let activity = registry.activity(from) {
                     propertiesChanged(UserActivityService.path(of: from), Interfaces.activityName, [("Current", .boolean(false))],
                                       to: callers.readers(of: activity.appID))
@@ -170,6 +167,7 @@ final class ServiceContext {
                     propertiesChanged(UserActivityService.path(of: to), Interfaces.activityName, [("Current", .boolean(true))],
                                       to: callers.readers(of: activity.appID))
                 }
+                currentActivityChanged(fromApp: from.flatMap(app(of:)), toApp: to.flatMap(app(of:)), to: to)
             case .saveRequested:
                 break
             }
