@@ -18,15 +18,6 @@ public final class Connection: @unchecked Sendable {
     /// Replies awaited by `callAsync`, once a main loop drives the connection
     /// (set by `attach(to:)`, before any call is made through it).
     private var replyTable: ReplyTable?
-    /// Work handed to ``whenQuiet(_:)`` that has not run yet, oldest first.
-    private var quietWork: [() -> Void] = []
-    private var isRunningQuietWork = false
-    var hasQuietWork: Bool { !quietWork.isEmpty }
-    /// Arms the main loop's short pause for ``whenQuiet(_:)`` (set by `attach(to:)`).
-    var armQuietTimer: ((_ fire: @escaping () -> Void) -> Void)?
-    /// Made once: a closure made per call would cost an allocation each time.
-    private lazy var runQuietWorkLater: () -> Void = { [weak self] in self?.runQuietWork() }
-
     private init(pointer: OpaquePointer) {
         self.pointer = pointer
         // A lost bus must not take the process down (tests, benchmarks); callers decide.
@@ -102,57 +93,14 @@ public final class Connection: @unchecked Sendable {
     // MARK: Sending
 
     /// Queues a message; returns false when libdbus is out of memory.
-    /// Work waiting in ``whenQuiet(_:)`` runs first, so what it sends keeps its place.
     @discardableResult
     public func send(_ message: Message) -> Bool {
-        runQuietWork()
-        return dbus_connection_send(pointer, message.pointer, nil) != 0
+        dbus_connection_send(pointer, message.pointer, nil) != 0
     }
 
-    /// Runs the work waiting in ``whenQuiet(_:)``, then writes everything queued.
+    /// Writes everything queued.
     public func flush() {
-        runQuietWork()
         dbus_connection_flush(pointer)
-    }
-
-    // MARK: Work that can wait for a quiet moment
-
-    /// Runs `work` (typically: build and send the signals about what a call
-    /// just changed) once the caller has had time to receive its reply:
-    /// after a pause of about a millisecond, or earlier, as soon as this
-    /// connection sends or dispatches anything else. Work runs in the order
-    /// it was handed over.
-    ///
-    /// Building and sending a signal right after a reply competes for the
-    /// CPU with the bus delivering that reply and the caller waking up to
-    /// read it; on a busy or small machine that is most of the caller's
-    /// wait. Since the work runs before anything else leaves or is handled,
-    /// nobody can observe it late: a reply sent after it still follows its
-    /// signals, and a call dispatched after it sees its effects. Without a
-    /// main loop (``attach(to:)``) the work runs at once.
-    ///
-    /// On the thread that dispatches the connection only.
-    ///
-    /// ```swift
-    /// bus.send(reply)
-    /// bus.whenQuiet { bus.send(try! Message.signal(path: path, interface: name, member: "Changed", arguments: [])) }
-    /// ```
-    public func whenQuiet(_ work: @escaping () -> Void) {
-        guard let armQuietTimer else { return work() }
-        quietWork.append(work)
-        if quietWork.count == 1 { armQuietTimer(runQuietWorkLater) }
-    }
-
-    /// Runs what ``whenQuiet(_:)`` holds now (it calls this itself when its pause ends).
-    public func runQuietWork() {
-        // What the work sends comes back here; work handed over meanwhile
-        // waits for its turn in this same loop, after the work before it.
-        // Only reads when there is nothing to run: client connections, which
-        // never hand work over, send from several threads.
-        guard !quietWork.isEmpty, !isRunningQuietWork else { return }
-        isRunningQuietWork = true
-        defer { isRunningQuietWork = false }
-        while !quietWork.isEmpty { quietWork.removeFirst()() }
     }
 
     /// Sends and waits for the reply, reading the connection meanwhile.
@@ -166,7 +114,6 @@ public final class Connection: @unchecked Sendable {
     /// owns the name (one more round trip) and applies the same rule.
     public func call(_ message: Message, timeoutMilliseconds: Int32 = 25_000,
                      replyMustComeFromOwner: Bool = false) throws(DBusFailure) -> Message {
-        runQuietWork()
         let raw = try dbusCall("dbus_connection_send_with_reply_and_block") {
             dbus_connection_send_with_reply_and_block(pointer, message.pointer, timeoutMilliseconds, $0)
         }
@@ -201,7 +148,6 @@ public final class Connection: @unchecked Sendable {
     public func callAsync(_ message: Message, timeoutMilliseconds: Int32,
                           acceptingReplyFrom acceptsSender: ((String) -> Bool)? = nil,
                           completion: @escaping (Result<Message, DBusFailure>) -> Void) {
-        runQuietWork()
         if let replyTable {
             guard isConnected else {
                 completion(.failure(DBusFailure(name: "org.freedesktop.DBus.Error.Disconnected",

@@ -18,10 +18,6 @@ public protocol MainLoopIntegration: AnyObject {
     /// deadlines of ``Connection/callAsync(_:timeoutMilliseconds:acceptingReplyFrom:completion:)``.
     /// May be called from any thread.
     func after(milliseconds: Int32, _ fire: @escaping () -> Void)
-    /// Calls `fire` once, on the loop's thread, after a pause of about a
-    /// millisecond: long enough for the other processes a reply wakes to run
-    /// first, too short for anyone to notice (``Connection/whenQuiet(_:)``).
-    func afterShortPause(_ fire: @escaping () -> Void)
 }
 
 /// A file descriptor libdbus wants watched.
@@ -148,7 +144,6 @@ extension Connection {
             { raw in if let raw { Unmanaged<IntegrationContext>.fromOpaque(raw).release() } })
 
         try trackReplies { [weak integration] milliseconds, fire in integration?.after(milliseconds: milliseconds, fire) }
-        armQuietTimer = { [weak integration] fire in integration?.afterShortPause(fire) }
 
         if dbus_connection_get_dispatch_status(pointer) == DBUS_DISPATCH_DATA_REMAINS {
             integration.dispatchStatusChanged(dataRemains: true)
@@ -156,11 +151,8 @@ extension Connection {
     }
 
     /// Dispatches queued messages until none remain (from the main loop, outside libdbus callbacks).
-    /// What ``whenQuiet(_:)`` holds runs first, even when libdbus answers the
-    /// message itself (`Peer.Ping`).
     public func dispatchPending() {
         dbus_connection_ref(pointer)
-        if hasQuietWork && dbus_connection_get_dispatch_status(pointer) == DBUS_DISPATCH_DATA_REMAINS { runQuietWork() }
         while dbus_connection_dispatch(pointer) == DBUS_DISPATCH_DATA_REMAINS {}
         dbus_connection_unref(pointer)
     }

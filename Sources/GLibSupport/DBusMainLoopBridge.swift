@@ -23,22 +23,15 @@ public final class DBusMainLoopBridge: MainLoopIntegration {
     /// The timer for the connection's earliest reply deadline (armed from any thread).
     private var replyTimer: GLibSource?
     private let replyTimerLock = ThreadLock()
-    /// The pause of ``Connection/whenQuiet(_:)``, and what to call when it ends (loop's thread only).
-    private var quietPause: ScheduledWork?
-    /// Times the pause (GLib's timeout sources on `loop` unless a test moves time by hand).
-    private let scheduler: Scheduler
 
-    private init(loop: MainLoop, connection: Connection, scheduler: Scheduler?) {
+    private init(loop: MainLoop, connection: Connection) {
         self.loop = loop
         self.connection = connection
-        self.scheduler = scheduler ?? GLibScheduler(loop: loop)
     }
 
     /// Attaches `connection` to `loop` for as long as the connection lives.
-    /// - Parameter scheduler: what times the pause before ``Connection/whenQuiet(_:)``'s
-    ///   work; GLib's timeout sources on `loop` unless given.
-    public static func attach(_ connection: Connection, to loop: MainLoop, scheduler: Scheduler? = nil) throws {
-        try connection.attach(to: DBusMainLoopBridge(loop: loop, connection: connection, scheduler: scheduler))
+    public static func attach(_ connection: Connection, to loop: MainLoop) throws {
+        try connection.attach(to: DBusMainLoopBridge(loop: loop, connection: connection))
     }
 
     // MARK: Watches
@@ -111,16 +104,6 @@ public final class DBusMainLoopBridge: MainLoopIntegration {
         // The connection only asks again for an earlier deadline, and asks
         // anew after each one passes, so the timer this replaces can go.
         replyTimerLock.withLock { replyTimer = timer }
-    }
-
-    public func afterShortPause(_ fire: @escaping () -> Void) {
-        // A timer, not an idle source: right after a reply nothing else is
-        // ready, so an idle source would run at once. The connection asks
-        // again only once the previous pause's work has run, so this
-        // replaces a spent (or no longer needed) pause. GLib's own timeout:
-        // a source per pause costs a few hundred nanoseconds more than
-        // re-arming one kept source, nothing beside a call's round trip.
-        quietPause = scheduler.after(milliseconds: 1, fire)
     }
 
     // MARK: Dispatch

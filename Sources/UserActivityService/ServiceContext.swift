@@ -137,9 +137,9 @@ final class ServiceContext {
         }
     }
 
-    /// The signals for what changed. Called after the reply; the
-    /// signals are built and sent once the caller has had time to read it
-    /// (``Connection/whenQuiet(_:)``), from what the events saw now.
+    /// The signals for what changed, built from the state the events left.
+    /// Called right after the reply, in the same dispatch: they leave after
+    /// it and before anything the daemon handles next.
     ///
     /// Every signal about an activity carries its app's data (or, for the
     /// manager's `CurrentActivity`, names its object), so none is broadcast:
@@ -154,7 +154,6 @@ final class ServiceContext {
             switch event {
             case .added(let id):
                 guard let activity = registry.activity(id) else { continue }
-                // A copy of the activity as it is now: the signal's 21 properties are only put together later.
                 let isCurrent = registry.currentID == id
                 signal(Interfaces.managerPath, "org.freedesktop.DBus.ObjectManager", "InterfacesAdded",
                        to: callers.readers(of: activity.appID)) { [
@@ -206,30 +205,28 @@ final class ServiceContext {
                [.string(interface), .stringVariantDictionary(changed), .stringArray([])])
     }
 
-    /// Sends a signal to `recipients` once the caller has had time to read its reply (``Connection/whenQuiet(_:)``).
+    /// Sends a signal to `recipients`, one unicast copy each.
     func signal(_ path: String, _ interface: String, _ member: String, to recipients: [String], _ values: [TypedValue]) {
         signal(path, interface, member, to: recipients) { values }
     }
 
-    /// `values` runs later, so it must capture what it needs, not read the
-    /// registry. The signal is built once and sent as one unicast copy per
-    /// recipient (nothing when there is none).
+    /// `values` runs only when there is a recipient: the 21 properties of an
+    /// `InterfacesAdded` are not put together for nobody. The signal is built
+    /// once and sent as one unicast copy per recipient.
     private func signal(_ path: String, _ interface: String, _ member: String, to recipients: [String],
-                        _ values: @escaping () -> [TypedValue]) {
+                        _ values: () -> [TypedValue]) {
         guard !recipients.isEmpty else { return }
-        bus.whenQuiet { [unowned bus, log] in
-            do {
-                let message = try Message.signal(path: path, interface: interface, member: member, arguments: values())
-                for recipient in recipients {
-                    guard let copy = message.copy(addressedTo: recipient) else {
-                        log.error("could not address \(interface).\(member) to \(recipient)")
-                        continue
-                    }
-                    bus.send(copy)
+        do {
+            let message = try Message.signal(path: path, interface: interface, member: member, arguments: values())
+            for recipient in recipients {
+                guard let copy = message.copy(addressedTo: recipient) else {
+                    log.error("could not address \(interface).\(member) to \(recipient)")
+                    continue
                 }
-            } catch {
-                log.error("could not emit \(interface).\(member): \(error)")
+                bus.send(copy)
             }
+        } catch {
+            log.error("could not emit \(interface).\(member): \(error)")
         }
     }
 

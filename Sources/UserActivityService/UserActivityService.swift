@@ -257,9 +257,9 @@ public final class UserActivityService {
                 log.debug("connection closed; its activities were invalidated", metadata: ["sender": "\(name)"])
                 afterReply(Changes(events))
             }
-            // A large free: give the pages back once the signals that still copy the data are out.
+            // A large free: the signals above hold their own copies, so the pages can go back now.
             if bytesBefore - registry.totalDataBytes >= Self.trimAfterFreedBytes {
-                bus.whenQuiet { Memory.returnFreedMemory() }
+                Memory.returnFreedMemory()
             }
         }
     }

@@ -573,28 +573,29 @@ final class HandoffDaemon {
         guard let device = devices[link.peerDeviceID], device.paired else { return }
         let activity = AdvertDecision.activity(from: frame)
         device.remoteActivity = activity
+        var continuable = false
         if let activity {
-            let continuable = !activity.webpageURL.isEmpty || isContinuableHere(activity)
+            continuable = !activity.webpageURL.isEmpty || isContinuableHere(activity)
             device.currentActivity = [
                 "activity-type": .string(activity.activityType), "app-id": .string(activity.appID),
                 "title": .string(activity.title), "webpage-url": .string(activity.webpageURL),
                 "timestamp": .int64(activity.timestamp), "continuable": .boolean(continuable),
             ]
-            if continuable && state.notifyContinuable {
-                notifier?.offerContinue(deviceID: device.id, title: activity.title, deviceName: device.name) { [weak self, weak device] in
-                    guard let self, let device else { return }
-                    self.continueActivity(on: device, options: []) { result in
-                        if case .failure(let error) = result { self.log.info("continue from notification failed: \(error.name): \(error.message)") }
-                    }
-                }
-            } else {
-                notifier?.withdraw(device.id)
-            }
         } else {
             device.currentActivity = [:]
+        }
+        // The signal before the notification: the bus routes what it gets in order.
+        emitDeviceChanged(device, ["CurrentActivity"])
+        if let activity, continuable && state.notifyContinuable {
+            notifier?.offerContinue(deviceID: device.id, title: activity.title, deviceName: device.name) { [weak self, weak device] in
+                guard let self, let device else { return }
+                self.continueActivity(on: device, options: []) { result in
+                    if case .failure(let error) = result { self.log.info("continue from notification failed: \(error.name): \(error.message)") }
+                }
+            }
+        } else {
             notifier?.withdraw(device.id)
         }
-        emitDeviceChanged(device, ["CurrentActivity"])
     }
 
     /// An installed app declares the type within the publisher's team.

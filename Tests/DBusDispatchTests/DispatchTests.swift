@@ -26,9 +26,9 @@ private let errorPrefix = "org.example.UserActivity.Error."
         #expect(try client.property(managerPath, managerInterface, "Version") == .string("0.1.0"))
     }
 
-    /// Signals are built and sent after a short pause (`Connection.whenQuiet`);
-    /// calls sent right behind must still see them in order, with the
-    /// activity as it was when it was created.
+    /// A call's signals leave right after its reply, before anything sent
+    /// right behind it is answered (even a `Peer.Ping`, which libdbus answers
+    /// itself), and carry the activity as the call left it.
     @Test func signalsKeepTheirPlaceAmongRepliesToCallsSentRightBehind() throws {
         let harness = try ServiceHarness()
         let client = try harness.client()
@@ -69,14 +69,15 @@ private let errorPrefix = "org.example.UserActivity.Error."
         let create = try call(managerPath, managerInterface, "CreateActivity",
                               [.string(editType), .stringVariantDictionary([claimEditor, ("title", .string("Draft"))])])
         let invalidate = try call(path, activityInterface, "Invalidate")
+        let ping = try call(managerPath, "org.freedesktop.DBus.Peer", "Ping")
         let objects = try call(managerPath, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
         client.flush()
         _ = waitUntil(timeout: 5) {
             client.readWriteDispatch(timeoutMilliseconds: 20)
-            return received.count >= 5
+            return received.count >= 6
         }
         #expect(received == ["reply \(create.serial)", "InterfacesAdded", "reply \(invalidate.serial)",
-                             "InterfacesRemoved", "reply \(objects.serial)"])
+                             "InterfacesRemoved", "reply \(ping.serial)", "reply \(objects.serial)"])
         // The whole activity, though the Invalidate was already waiting when the signal was built.
         #expect(addedTitle == .string("Draft"))
     }

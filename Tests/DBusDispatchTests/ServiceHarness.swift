@@ -66,7 +66,7 @@ final class ServiceHarness: @unchecked Sendable {
             let loop = loopBox.value
             do {
                 let connection = try Connection.bus(address: address)
-                try DBusMainLoopBridge.attach(connection, to: loop, scheduler: scheduler)
+                try DBusMainLoopBridge.attach(connection, to: loop)
                 let service = try loop.withThreadDefault {
                     try UserActivityService(bus: connection, loop: loop, scheduler: scheduler, configuration: configurationBox.value,
                                             log: Logger(label: "test-service"))
