@@ -13,44 +13,6 @@ import Glibc
 // ContinueSavedActivity through the bus. Documents live under /var/tmp
 // (the bridge skips /tmp, where the test's own directory is).
 
-/// One `<bookmark>` of a fixture file.
-struct XBELEntry {
-    var uri: String
-    var title: String?
-    var app: String
-    var exec: String = "'fixture %u'"
-    var count = 1
-    var modified: Date
-    var isPrivate = false
-    var mimeType = "text/plain"
-}
-
-func xbel(_ entries: [XBELEntry]) -> String {
-    let formatter = ISO8601DateFormatter()
-    formatter.formatOptions = [.withInternetDateTime]
-    func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-            .replacingOccurrences(of: "\"", with: "&quot;").replacingOccurrences(of: "'", with: "&apos;")
-    }
-    var text = """
-        <?xml version="1.0" encoding="UTF-8"?>
-        <xbel version="1.0" xmlns:bookmark="http://www.freedesktop.org/standards/desktop-bookmarks" xmlns:mime="http://www.freedesktop.org/standards/shared-mime-info">
-
-        """
-    for entry in entries {
-        let stamp = formatter.string(from: entry.modified)
-        text += "<bookmark href=\"\(escape(entry.uri))\" added=\"\(stamp)\" modified=\"\(stamp)\" visited=\"\(stamp)\">\n"
-        if let title = entry.title { text += "<title>\(escape(title))</title>\n" }
-        text += """
-            <info><metadata owner="http://freedesktop.org"><mime:mime-type type="\(entry.mimeType)"/>
-            <bookmark:applications><bookmark:application name="\(escape(entry.app))" exec="\(escape(entry.exec))" modified="\(stamp)" count="\(entry.count)"/></bookmark:applications>
-            \(entry.isPrivate ? "<bookmark:private/>" : "")</metadata></info></bookmark>
-
-            """
-    }
-    return text + "</xbel>\n"
-}
-
 @Suite("Recent-files bridge", .serialized)
 struct RecentFilesTests {
     static let docs = "com.example.Docs"

@@ -36,18 +36,9 @@ struct FirstRunTests {
                                           exec: recorder.command(recordingTo: record).joined(separator: " ") + " %U",
                                           extraLines: ["Icon=x-office-document", "MimeType=text/plain;"])
             // As GTK writes it: the application's name and its exec, not an app ID.
-            let stamp = ISO8601DateFormatter().string(from: Date().addingTimeInterval(-600))
-            let uri = "file://" + documents.path + "/Harbour%20plan.txt"
-            try writeFileAtomically(session.dataHome + "/recently-used.xbel", contents: """
-                <?xml version="1.0" encoding="UTF-8"?>
-                <xbel version="1.0" xmlns:bookmark="http://www.freedesktop.org/standards/desktop-bookmarks" xmlns:mime="http://www.freedesktop.org/standards/shared-mime-info">
-                <bookmark href="\(uri)" added="\(stamp)" modified="\(stamp)" visited="\(stamp)">
-                <info><metadata owner="http://freedesktop.org"><mime:mime-type type="text/plain"/>
-                <bookmark:applications><bookmark:application name="Writer" exec="&apos;writer %u&apos;" modified="\(stamp)" count="2"/></bookmark:applications>
-                </metadata></info></bookmark>
-                </xbel>
-
-                """)
+            let entry = XBELEntry(uri: "file://" + documents.path + "/Harbour%20plan.txt", title: nil, app: "Writer",
+                                  exec: "'writer %u'", count: 2, modified: Date().addingTimeInterval(-600))
+            try writeFileAtomically(session.dataHome + "/recently-used.xbel", contents: xbel([entry]))
             bus = try PrivateBus(environment: session)
             try bus.installService(name: UA.busName, exec: "\(shellQuote(try BuiltProducts.useractivityd())) --verbose")
         }
