@@ -99,6 +99,15 @@ final class RecentFilesBridge {
         if isOn { fileMayHaveChanged() }
     }
 
+    /// A forget or delete call: the entries it covers that still wait for
+    /// their batch are not saved. They stay stamped as seen, exactly as if
+    /// they had been saved and then deleted, so only a new use brings them back.
+    func dropQueued(where covered: (RecentDocument) -> Bool) {
+        for index in queueStart..<queue.count {
+            if let document = queue[index].document, covered(document) { queue[index].document = nil }
+        }
+    }
+
     private func stop() {
         generation += 1
         batch?.cancel()
@@ -207,8 +216,6 @@ final class RecentFilesBridge {
             return
         }
         let settings = context.saved.privacy.settings
-        let retentionCutoff: Int64? = settings.retentionDays > 0
-            ? now &- Int64(settings.retentionDays) &* 86_400_000_000 : nil
         var present = Set<Int64>()
         present.reserveCapacity(documents.count)
         for document in documents {
@@ -216,9 +223,7 @@ final class RecentFilesBridge {
             present.insert(key)
             guard seen?[key] != document.lastUsed, document.lastUsed > watermark else { continue }
             seen?[key] = document.lastUsed
-            let saves = settings.allowsSaving(app: document.appID, type: SystemActivityType.openDocument)
-                && retentionCutoff.map({ document.lastUsed >= $0 }) ?? true
-            queue.append((key, document.lastUsed, saves ? document : nil))
+            queue.append((key, document.lastUsed, Self.allowsSaving(document, settings: settings, now: now) ? document : nil))
         }
         // Entries gone from the file: their stamps are no longer needed.
         for key in Array(seen?.keys ?? [:].keys) where !present.contains(key) {
@@ -242,11 +247,25 @@ final class RecentFilesBridge {
         }
     }
 
+    /// Whether the privacy settings let `document` be saved: not paused, its
+    /// app and the type not blocked, last used within the retention period.
+    static func allowsSaving(_ document: RecentDocument, settings: PrivacySettings, now: Int64) -> Bool {
+        guard settings.allowsSaving(app: document.appID, type: SystemActivityType.openDocument) else { return false }
+        guard settings.retentionDays > 0 else { return true }
+        return document.lastUsed >= now &- Int64(settings.retentionDays) &* 86_400_000_000
+    }
+
     private func writeBatch() {
         let end = min(queueStart + Self.batchSize, queue.count)
         let limits = context.registry.limits
+        // Asked again for each batch: a pause, block or shorter retention set
+        // while a long import is under way holds for the rest of it (its
+        // entries are still stamped as seen, like those read while paused).
+        let settings = context.saved.privacy.settings
+        let now = context.scheduler.now
         let changes = queue[queueStart..<end].map { item in
-            ActivityStore.BridgedChange(key: item.key, stamp: item.stamp, save: item.document.map { document in
+            ActivityStore.BridgedChange(key: item.key, stamp: item.stamp, save: item.document.flatMap { document in
+                guard Self.allowsSaving(document, settings: settings, now: now) else { return nil }
                 let properties = RecentFiles.properties(of: document, limits: limits)
                 return (SavedActivities.record(type: SystemActivityType.openDocument, app: document.appID, properties: properties),
                         document.useCount, document.lastUsed)
