@@ -17,6 +17,7 @@ import Glibc
 struct RecentFilesTests {
     static let docs = "com.example.Docs"
     static let placeholder = "org.example.UserActivity.RecentFiles"
+    static let viewer = "com.example.Viewer"
 
     /// A harness with the Docs app (Exec records its arguments), a document
     /// folder under /var/tmp and the entries' file written before the daemon starts.
@@ -33,6 +34,9 @@ struct RecentFilesTests {
             if let privacy { try Self.installPrivacySchema(h.session, keyfile: privacy) }
             apps = try ArgvApps(h)
             try apps.install(RecentFilesTests.docs, fieldCode: "%U", mimeTypes: ["text/plain"])
+            // The default for text/plain, which continues the entries no installed app recorded.
+            try apps.install(RecentFilesTests.viewer, fieldCode: "%F", mimeTypes: ["text/plain"])
+            try apps.defaults([("text/plain", RecentFilesTests.viewer)])
             documents = try TemporaryDirectory(prefix: "uat-docs-", base: "/var/tmp")
             if let config { try writeFileAtomically(h.session.configHome + "/useractivity/useractivity.conf", contents: config) }
             client = try h.connect()
@@ -286,7 +290,7 @@ struct RecentFilesTests {
         #expect(try f.search("zephyrnotes").count == 1)
     }
 
-    @Test("ContinueSavedActivity on a bridged entry launches the recording app with the document")
+    @Test("ContinueSavedActivity on a bridged entry launches the recording app with the document; an unmatched one, the MIME type's default")
     func continueBridged() throws {
         let f = try Fixture(entries: { Self.standardEntries($0) })
         try writeFileAtomically(f.documents.path + "/Quarterly report.txt", contents: "Q3\n")
@@ -298,6 +302,15 @@ struct RecentFilesTests {
         let recorded = try #require(f.apps.recorded(Self.docs), "\(f.h.logTail())")
         #expect(recorded.contains("ARG \(f.documents.path)/Quarterly report.txt"), "\(recorded)")
         #expect(recorded.contains("XDG_ACTIVATION_TOKEN=tok-rf"))
+        #expect(!f.apps.wasLaunched(Self.viewer))
+
+        // An entry no installed app matched: the default handler for its MIME type opens it.
+        try writeFileAtomically(f.documents.path + "/notes-zephyrnotes.txt", contents: "n\n")
+        let unmatched = try #require(try f.waitFor("zephyrnotes").first?["saved-id"]?.stringValue)
+        let byDefault = try f.client.call(UA.managerPath, UA.managerInterface, "ContinueSavedActivity",
+                                          [.string(unmatched), .stringVariantDictionary([])])
+        #expect(byDefault.first?.stringValue == Self.viewer, "\(f.h.logTail())")
+        #expect(f.apps.arguments(Self.viewer) == [f.documents.path + "/notes-zephyrnotes.txt"])
     }
 
     @Test("GNOME's privacy keys: recent-files-max-age caps the import by age; remember-recent-files=false turns it off")
