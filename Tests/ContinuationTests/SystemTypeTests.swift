@@ -116,9 +116,11 @@ struct SystemTypeTests {
         #expect(!apps.wasLaunched(Self.otherBrowser))
 
         let url2 = "https://example.com/from-plain"
-        let byDefault = try client.continueActivity(browsingWeb, [("webpage-url", .string(url2)), ("app-id", .string(Self.plain))])
+        let byDefault = try client.continueActivity(browsingWeb, [("webpage-url", .string(url2)), ("app-id", .string(Self.plain))],
+                                                    options: [("activation-token", .string("tok-456"))])
         #expect(byDefault == Self.otherBrowser, "\(h.logTail())")
         #expect(apps.arguments(Self.otherBrowser) == [url2])
+        #expect(apps.recorded(Self.otherBrowser)?.contains("XDG_ACTIVATION_TOKEN=tok-456") == true, "the default browser gets the token too")
         #expect(!apps.wasLaunched(Self.plain))
     }
 
