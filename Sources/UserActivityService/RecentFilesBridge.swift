@@ -51,6 +51,9 @@ final class RecentFilesBridge {
     private var readAgain = false
     /// Bumped when the bridge stops or forgets: a read begun before is discarded.
     private var generation = 0
+    /// Forget and delete calls made while a read was under way, applied to
+    /// what that read queues (it read history those calls covered).
+    private var droppedDuringRead: [(RecentDocument) -> Bool] = []
     /// Called (tests, logs) when the queue has been written.
     var onIdle: (() -> Void)?
 
@@ -102,7 +105,8 @@ final class RecentFilesBridge {
     /// A forget or delete call: the entries it covers that still wait for
     /// their batch are not saved. They stay stamped as seen, exactly as if
     /// they had been saved and then deleted, so only a new use brings them back.
-    func dropQueued(where covered: (RecentDocument) -> Bool) {
+    func dropQueued(where covered: @escaping (RecentDocument) -> Bool) {
+        if isReading { droppedDuringRead.append(covered) }
         for index in queueStart..<queue.count {
             if let document = queue[index].document, covered(document) { queue[index].document = nil }
         }
@@ -174,6 +178,8 @@ final class RecentFilesBridge {
         }, then: { [weak self] result in
             guard let self else { return }
             isReading = false
+            let dropped = droppedDuringRead
+            droppedDuringRead = []
             // Turned off, or forgotten, while reading: what was read is stale.
             guard generation == self.generation else {
                 if isOn { fileMayHaveChanged() }
@@ -182,6 +188,7 @@ final class RecentFilesBridge {
             switch result {
             case .success(let entries, let documents):
                 queue(documents, now: now)
+                for covered in dropped { dropQueued(where: covered) }
                 log.debug("recent files read", metadata: [
                     "entries": "\(entries)", "documents": "\(documents.count)",
                     "queued": "\(queue.count - queueStart)", "µs": "\(currentTimeMicroseconds() - started)",

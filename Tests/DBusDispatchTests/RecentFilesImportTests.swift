@@ -5,6 +5,9 @@ import GLibSupport
 import TestSupport
 import Testing
 import TypedValues
+#if canImport(Glibc)
+import Glibc
+#endif
 
 // A privacy control used while the recent-files bridge is still importing:
 // the bridge writes a large file in batches from idle work, which the
@@ -86,5 +89,50 @@ struct RecentFilesImportTests {
         h.advance(byMilliseconds: 0)
         #expect(try found("rimu") == 0, "the second batch was saved after \(control)")
         #expect((try found("kauri") > 0) == control.firstBatchRemains, "the first batch after \(control)")
+    }
+
+    @Test("ForgetApplication while the file is being read: what that read brings is not saved")
+    func forgetDuringTheRead() throws {
+        let now = Int64(Date().timeIntervalSince1970 * 1_000_000)
+        let scheduler = ManualScheduler(now: now)
+        let documents = try TemporaryDirectory(prefix: "uad-docs-", base: "/var/tmp")
+        let hour = Date(timeIntervalSince1970: Double(now) / 1e6 - 3600)
+        // The Viewer's entry is the oldest (the first batch): once it is found, the read is done.
+        let entries = [XBELEntry(uri: "file://\(documents.path)/totara.txt", title: "Totara", app: ServiceHarness.viewer,
+                                 modified: hour.addingTimeInterval(-1000))]
+            + (0..<300).map { index in
+                XBELEntry(uri: "file://\(documents.path)/note-\(index).txt", title: "Kauri note \(index)", app: ServiceHarness.editor,
+                          modified: hour.addingTimeInterval(Double(index - 300)))
+            }
+        // A FIFO: the bridge's read (on its worker thread) waits in open() until the test writes,
+        // so the forget below certainly comes while the read is under way.
+        let path = documents.appending("recently-used.xbel")
+        #expect(mkfifo(path, 0o600) == 0)
+        defer {
+            // A later read (the directory monitor saw the FIFO written) may wait in open(): end it.
+            let descriptor = open(path, O_WRONLY | O_NONBLOCK)
+            if descriptor >= 0 { close(descriptor) }
+        }
+        let h = try ServiceHarness(scheduler: scheduler, recentFilesPath: path)
+        let client = try h.client()
+        defer { client.close() }
+        func found(_ word: String) throws -> Int {
+            guard case .array(_, let results) = try client.callService(managerInterface, "Search", [.string(word), .stringVariantDictionary([])]).first
+            else { return -1 }
+            return results.count
+        }
+
+        h.advance(byMilliseconds: 0) // the first read starts, and waits for the FIFO's writer
+        try client.callService(managerInterface, "ForgetApplication", [.string(ServiceHarness.editor)])
+        let writer = try #require(FileHandle(forWritingAtPath: path))
+        writer.write(Data(xbel(entries).utf8))
+        try writer.close()
+
+        #expect(try waitUntil(timeout: 30, interval: 0.01) {
+            h.advance(byMilliseconds: 0)
+            return try found("totara") > 0
+        }, "the first batch was never written")
+        h.advance(byMilliseconds: 0) // the second batch
+        #expect(try found("kauri") == 0, "the editor's entries read while it was forgotten were saved")
     }
 }
