@@ -54,6 +54,13 @@ struct RecentFilesImportTests {
         },
     ]
 
+    /// How many saved activities Search finds for `word`.
+    static func searchCount(_ client: Connection, _ word: String) throws -> Int {
+        guard case .array(_, let results) = try client.callService(managerInterface, "Search", [.string(word), .stringVariantDictionary([])]).first
+        else { return -1 }
+        return results.count
+    }
+
     @Test("The rest of the import is not saved", arguments: controls)
     func controlBetweenBatches(_ control: Control) throws {
         let now = Int64(Date().timeIntervalSince1970 * 1_000_000)
@@ -72,11 +79,7 @@ struct RecentFilesImportTests {
         let h = try ServiceHarness(scheduler: scheduler, recentFilesPath: path)
         let client = try h.client()
         defer { client.close() }
-        func found(_ word: String) throws -> Int {
-            guard case .array(_, let results) = try client.callService(managerInterface, "Search", [.string(word), .stringVariantDictionary([])]).first
-            else { return -1 }
-            return results.count
-        }
+        func found(_ word: String) throws -> Int { try Self.searchCount(client, word) }
 
         // The read runs on a worker thread; each advance then writes at most one batch.
         #expect(try waitUntil(timeout: 30, interval: 0.01) {
@@ -116,11 +119,7 @@ struct RecentFilesImportTests {
         let h = try ServiceHarness(scheduler: scheduler, recentFilesPath: path)
         let client = try h.client()
         defer { client.close() }
-        func found(_ word: String) throws -> Int {
-            guard case .array(_, let results) = try client.callService(managerInterface, "Search", [.string(word), .stringVariantDictionary([])]).first
-            else { return -1 }
-            return results.count
-        }
+        func found(_ word: String) throws -> Int { try Self.searchCount(client, word) }
 
         h.advance(byMilliseconds: 0) // the first read starts, and waits for the FIFO's writer
         try client.callService(managerInterface, "ForgetApplication", [.string(ServiceHarness.editor)])
