@@ -110,6 +110,8 @@ extension UserActivityService {
         withCaller(invocation) { [unowned self] identity in
             let app = try identity.actingApp(claim: nil, catalog: catalog)
             try saved.delete(app: app, persistentIdentifiers: identifiers)
+            let deleted = Set(identifiers)
+            recentFiles?.dropQueued { $0.appID == app && deleted.contains($0.uri) }
             invocation.reply()
         }
     }
@@ -118,6 +120,7 @@ extension UserActivityService {
         withCaller(invocation) { [unowned self] identity in
             let app = try identity.actingApp(claim: nil, catalog: catalog)
             try saved.deleteAll(app: app)
+            recentFiles?.dropQueued { $0.appID == app }
             invocation.reply()
         }
     }
@@ -205,7 +208,9 @@ extension UserActivityService {
         let app = invocation.string(0)
         asUnconfined(invocation) { [unowned self] in
             try ReverseDNSName.validate(app, as: "app ID")
-            invocation.reply([.uint32(UInt32(clamping: try saved.forget(app: app)))])
+            let deleted = try saved.forget(app: app)
+            recentFiles?.dropQueued { $0.appID == app }
+            invocation.reply([.uint32(UInt32(clamping: deleted))])
         }
     }
 
@@ -216,7 +221,9 @@ extension UserActivityService {
             guard from <= to else {
                 throw UserActivityError.invalidArgument("from_usec (\(from)) is after to_usec (\(to)); the range is [from, to) in Unix microseconds")
             }
-            invocation.reply([.uint32(UInt32(clamping: try saved.forget(lastUsedFrom: from, to: to)))])
+            let deleted = try saved.forget(lastUsedFrom: from, to: to)
+            recentFiles?.dropQueued { $0.lastUsed >= from && $0.lastUsed < to }
+            invocation.reply([.uint32(UInt32(clamping: deleted))])
         }
     }
 

@@ -51,6 +51,9 @@ final class RecentFilesBridge {
     private var readAgain = false
     /// Bumped when the bridge stops or forgets: a read begun before is discarded.
     private var generation = 0
+    /// Forget and delete calls made while a read was under way, applied to
+    /// what that read queues (it read history those calls covered).
+    private var droppedDuringRead: [(RecentDocument) -> Bool] = []
     /// Called (tests, logs) when the queue has been written.
     var onIdle: (() -> Void)?
 
@@ -97,6 +100,16 @@ final class RecentFilesBridge {
         seen = [:]
         self.watermark = watermark
         if isOn { fileMayHaveChanged() }
+    }
+
+    /// A forget or delete call: the entries it covers that still wait for
+    /// their batch are not saved. They stay stamped as seen, exactly as if
+    /// they had been saved and then deleted, so only a new use brings them back.
+    func dropQueued(where covered: @escaping (RecentDocument) -> Bool) {
+        if isReading { droppedDuringRead.append(covered) }
+        for index in queueStart..<queue.count {
+            if let document = queue[index].document, covered(document) { queue[index].document = nil }
+        }
     }
 
     private func stop() {
@@ -165,6 +178,8 @@ final class RecentFilesBridge {
         }, then: { [weak self] result in
             guard let self else { return }
             isReading = false
+            let dropped = droppedDuringRead
+            droppedDuringRead = []
             // Turned off, or forgotten, while reading: what was read is stale.
             guard generation == self.generation else {
                 if isOn { fileMayHaveChanged() }
@@ -173,6 +188,7 @@ final class RecentFilesBridge {
             switch result {
             case .success(let entries, let documents):
                 queue(documents, now: now)
+                for covered in dropped { dropQueued(where: covered) }
                 log.debug("recent files read", metadata: [
                     "entries": "\(entries)", "documents": "\(documents.count)",
                     "queued": "\(queue.count - queueStart)", "µs": "\(currentTimeMicroseconds() - started)",
@@ -207,8 +223,6 @@ final class RecentFilesBridge {
             return
         }
         let settings = context.saved.privacy.settings
-        let retentionCutoff: Int64? = settings.retentionDays > 0
-            ? now &- Int64(settings.retentionDays) &* 86_400_000_000 : nil
         var present = Set<Int64>()
         present.reserveCapacity(documents.count)
         for document in documents {
@@ -216,9 +230,7 @@ final class RecentFilesBridge {
             present.insert(key)
             guard seen?[key] != document.lastUsed, document.lastUsed > watermark else { continue }
             seen?[key] = document.lastUsed
-            let saves = settings.allowsSaving(app: document.appID, type: SystemActivityType.openDocument)
-                && retentionCutoff.map({ document.lastUsed >= $0 }) ?? true
-            queue.append((key, document.lastUsed, saves ? document : nil))
+            queue.append((key, document.lastUsed, Self.allowsSaving(document, settings: settings, now: now) ? document : nil))
         }
         // Entries gone from the file: their stamps are no longer needed.
         for key in Array(seen?.keys ?? [:].keys) where !present.contains(key) {
@@ -242,11 +254,25 @@ final class RecentFilesBridge {
         }
     }
 
+    /// Whether the privacy settings let `document` be saved: not paused, its
+    /// app and the type not blocked, last used within the retention period.
+    static func allowsSaving(_ document: RecentDocument, settings: PrivacySettings, now: Int64) -> Bool {
+        guard settings.allowsSaving(app: document.appID, type: SystemActivityType.openDocument) else { return false }
+        guard settings.retentionDays > 0 else { return true }
+        return document.lastUsed >= now &- Int64(settings.retentionDays) &* 86_400_000_000
+    }
+
     private func writeBatch() {
         let end = min(queueStart + Self.batchSize, queue.count)
         let limits = context.registry.limits
+        // Asked again for each batch: a pause, block or shorter retention set
+        // while a long import is under way holds for the rest of it (its
+        // entries are still stamped as seen, like those read while paused).
+        let settings = context.saved.privacy.settings
+        let now = context.scheduler.now
         let changes = queue[queueStart..<end].map { item in
-            ActivityStore.BridgedChange(key: item.key, stamp: item.stamp, save: item.document.map { document in
+            ActivityStore.BridgedChange(key: item.key, stamp: item.stamp, save: item.document.flatMap { document in
+                guard Self.allowsSaving(document, settings: settings, now: now) else { return nil }
                 let properties = RecentFiles.properties(of: document, limits: limits)
                 return (SavedActivities.record(type: SystemActivityType.openDocument, app: document.appID, properties: properties),
                         document.useCount, document.lastUsed)

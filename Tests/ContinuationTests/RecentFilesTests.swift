@@ -13,48 +13,11 @@ import Glibc
 // ContinueSavedActivity through the bus. Documents live under /var/tmp
 // (the bridge skips /tmp, where the test's own directory is).
 
-/// One `<bookmark>` of a fixture file.
-struct XBELEntry {
-    var uri: String
-    var title: String?
-    var app: String
-    var exec: String = "'fixture %u'"
-    var count = 1
-    var modified: Date
-    var isPrivate = false
-    var mimeType = "text/plain"
-}
-
-func xbel(_ entries: [XBELEntry]) -> String {
-    let formatter = ISO8601DateFormatter()
-    formatter.formatOptions = [.withInternetDateTime]
-    func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-            .replacingOccurrences(of: "\"", with: "&quot;").replacingOccurrences(of: "'", with: "&apos;")
-    }
-    var text = """
-        <?xml version="1.0" encoding="UTF-8"?>
-        <xbel version="1.0" xmlns:bookmark="http://www.freedesktop.org/standards/desktop-bookmarks" xmlns:mime="http://www.freedesktop.org/standards/shared-mime-info">
-
-        """
-    for entry in entries {
-        let stamp = formatter.string(from: entry.modified)
-        text += "<bookmark href=\"\(escape(entry.uri))\" added=\"\(stamp)\" modified=\"\(stamp)\" visited=\"\(stamp)\">\n"
-        if let title = entry.title { text += "<title>\(escape(title))</title>\n" }
-        text += """
-            <info><metadata owner="http://freedesktop.org"><mime:mime-type type="\(entry.mimeType)"/>
-            <bookmark:applications><bookmark:application name="\(escape(entry.app))" exec="\(escape(entry.exec))" modified="\(stamp)" count="\(entry.count)"/></bookmark:applications>
-            \(entry.isPrivate ? "<bookmark:private/>" : "")</metadata></info></bookmark>
-
-            """
-    }
-    return text + "</xbel>\n"
-}
-
 @Suite("Recent-files bridge", .serialized)
 struct RecentFilesTests {
     static let docs = "com.example.Docs"
     static let placeholder = "org.example.UserActivity.RecentFiles"
+    static let viewer = "com.example.Viewer"
 
     /// A harness with the Docs app (Exec records its arguments), a document
     /// folder under /var/tmp and the entries' file written before the daemon starts.
@@ -71,6 +34,9 @@ struct RecentFilesTests {
             if let privacy { try Self.installPrivacySchema(h.session, keyfile: privacy) }
             apps = try ArgvApps(h)
             try apps.install(RecentFilesTests.docs, fieldCode: "%U", mimeTypes: ["text/plain"])
+            // The default for text/plain, which continues the entries no installed app recorded.
+            try apps.install(RecentFilesTests.viewer, fieldCode: "%F", mimeTypes: ["text/plain"])
+            try apps.defaults([("text/plain", RecentFilesTests.viewer)])
             documents = try TemporaryDirectory(prefix: "uat-docs-", base: "/var/tmp")
             if let config { try writeFileAtomically(h.session.configHome + "/useractivity/useractivity.conf", contents: config) }
             client = try h.connect()
@@ -225,6 +191,86 @@ struct RecentFilesTests {
         #expect(try f.waitFor("koala").count == 1, "turned on again, the file is read")
     }
 
+    @Test("Blocks and retention keep bridged entries out; ForgetApplication, ForgetRange and DeleteSavedActivities stick until a new use")
+    func blocksRetentionAndForgetting() throws {
+        let hour = Date().addingTimeInterval(-3600)
+        func entries(_ dir: String) -> [XBELEntry] {
+            [
+                XBELEntry(uri: "file://\(dir)/alpha.txt", title: "Alpha koru", app: Self.docs, modified: hour),
+                XBELEntry(uri: "file://\(dir)/beta.txt", title: "Beta koru", app: "Unknown Writer", exec: "'unknown-writer %u'", modified: hour),
+                XBELEntry(uri: "file://\(dir)/gamma.txt", title: "Gamma koru", app: Self.docs, modified: Date().addingTimeInterval(-30 * 86_400)),
+            ]
+        }
+        // The placeholder app is blocked from the start; entries older than a week are out.
+        let f = try Fixture(entries: entries, config: "[Privacy]\nBlockedApplications=\(Self.placeholder);\nRetentionDays=7\n")
+        let dir = f.documents.path
+        var current = entries(dir)
+        var markers = 0
+        /// Appends a new entry and waits for it: the file has been read again and its batch written.
+        func rewriteAndSettle() throws {
+            markers += 1
+            current.append(XBELEntry(uri: "file://\(dir)/marker\(markers).txt", title: "Marker\(markers) kiwi", app: Self.docs,
+                                     modified: Date().addingTimeInterval(Double(markers))))
+            try f.write(current)
+            #expect(try f.waitFor("marker\(markers) kiwi").count == 1, "\(f.h.logTail())")
+        }
+        func titles() throws -> Set<String> { Set(try f.search("koru").compactMap { $0["title"]?.stringValue }) }
+
+        #expect(try f.waitFor("alpha koru").count == 1, "\(f.h.logTail())")
+        #expect(try titles() == ["Alpha koru"], "the blocked app's entry and the one past retention are not imported")
+
+        // Unblocked: what was seen while blocked stays out; a new use of it is imported.
+        _ = try f.client.call(UA.managerPath, "org.freedesktop.DBus.Properties", "Set",
+                              [.string(UA.managerInterface), .string("BlockedApplications"), .variant(.stringArray([]))])
+        try rewriteAndSettle()
+        #expect(try titles() == ["Alpha koru"])
+        current[1].modified = Date()
+        try f.write(current)
+        #expect(try f.waitFor("beta koru").count == 1, "a new use after unblocking: \(f.h.logTail())")
+
+        // A blocked type: blocking deletes its saved entries, a new use recorded meanwhile is not
+        // saved, and unblocking brings back neither.
+        _ = try f.client.call(UA.managerPath, "org.freedesktop.DBus.Properties", "Set",
+                              [.string(UA.managerInterface), .string("BlockedActivityTypes"), .variant(.stringArray(["org.example.UserActivity.open-document"]))])
+        #expect(try titles().isEmpty, "blocking deletes")
+        current.append(XBELEntry(uri: "file://\(dir)/delta.txt", title: "Delta koru", app: Self.docs, modified: Date()))
+        #expect(try f.afterNextLog("recent files read") { try f.write(current) }, "\(f.h.logTail())")
+        _ = try f.client.call(UA.managerPath, "org.freedesktop.DBus.Properties", "Set",
+                              [.string(UA.managerInterface), .string("BlockedActivityTypes"), .variant(.stringArray([]))])
+        try rewriteAndSettle()
+        #expect(try titles().isEmpty, "deleted by the block or recorded while it held")
+
+        // ForgetApplication: the app's bridged entries go and are not read back.
+        current[0].modified = Date().addingTimeInterval(50)
+        try f.write(current)
+        #expect(try f.waitFor("alpha koru").count == 1, "a new use after the block: \(f.h.logTail())")
+        let forgotten = try f.client.call(UA.managerPath, UA.managerInterface, "ForgetApplication", [.string(Self.docs)])
+        #expect((forgotten.first?.uint32Value ?? 0) >= 2, "alpha and the markers: \(forgotten)")
+        try rewriteAndSettle()
+        #expect(try f.search("alpha koru").isEmpty, "forgotten with its app")
+
+        // ForgetRange over the placeholder's entry, used again.
+        current[1].modified = Date().addingTimeInterval(60)
+        try f.write(current)
+        #expect(try f.waitFor("beta koru").count == 1, "\(f.h.logTail())")
+        let now = Int64(Date().timeIntervalSince1970 * 1_000_000)
+        let ranged = try f.client.call(UA.managerPath, UA.managerInterface, "ForgetRange", [.int64(now - 7_200_000_000), .int64(now + 3_600_000_000)])
+        #expect((ranged.first?.uint32Value ?? 0) >= 1, "\(ranged)")
+        try rewriteAndSettle()
+        #expect(try titles().isEmpty, "forgotten by range")
+
+        // DeleteSavedActivities by the app itself (the persistent identifier is the URI).
+        current[0].modified = Date().addingTimeInterval(100)
+        try f.write(current)
+        #expect(try f.waitFor("alpha koru").count == 1, "a new use after forgetting: \(f.h.logTail())")
+        let docs = try f.h.connect()
+        try docs.registerApplication(Self.docs)
+        _ = try docs.call(UA.managerPath, UA.managerInterface, "DeleteSavedActivities", [.stringArray([current[0].uri])])
+        #expect(try titles().isEmpty)
+        try rewriteAndSettle()
+        #expect(try titles().isEmpty, "deleted by the app")
+    }
+
     @Test("A restarted daemon does not import again: no duplicates, nothing queued")
     func restartDoesNotReimport() throws {
         let f = try Fixture(entries: { Self.standardEntries($0) })
@@ -244,7 +290,7 @@ struct RecentFilesTests {
         #expect(try f.search("zephyrnotes").count == 1)
     }
 
-    @Test("ContinueSavedActivity on a bridged entry launches the recording app with the document")
+    @Test("ContinueSavedActivity on a bridged entry launches the recording app with the document; an unmatched one, the MIME type's default")
     func continueBridged() throws {
         let f = try Fixture(entries: { Self.standardEntries($0) })
         try writeFileAtomically(f.documents.path + "/Quarterly report.txt", contents: "Q3\n")
@@ -256,6 +302,15 @@ struct RecentFilesTests {
         let recorded = try #require(f.apps.recorded(Self.docs), "\(f.h.logTail())")
         #expect(recorded.contains("ARG \(f.documents.path)/Quarterly report.txt"), "\(recorded)")
         #expect(recorded.contains("XDG_ACTIVATION_TOKEN=tok-rf"))
+        #expect(!f.apps.wasLaunched(Self.viewer))
+
+        // An entry no installed app matched: the default handler for its MIME type opens it.
+        try writeFileAtomically(f.documents.path + "/notes-zephyrnotes.txt", contents: "n\n")
+        let unmatched = try #require(try f.waitFor("zephyrnotes").first?["saved-id"]?.stringValue)
+        let byDefault = try f.client.call(UA.managerPath, UA.managerInterface, "ContinueSavedActivity",
+                                          [.string(unmatched), .stringVariantDictionary([])])
+        #expect(byDefault.first?.stringValue == Self.viewer, "\(f.h.logTail())")
+        #expect(f.apps.arguments(Self.viewer) == [f.documents.path + "/notes-zephyrnotes.txt"])
     }
 
     @Test("GNOME's privacy keys: recent-files-max-age caps the import by age; remember-recent-files=false turns it off")

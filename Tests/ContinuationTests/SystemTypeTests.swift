@@ -7,30 +7,20 @@ import TypedValues
 
 // The system activity types end to end: fake apps whose Exec runs a shell
 // script that writes its arguments and launch environment to a file in the
-// test's temporary directory; default handlers set in mimeapps.list.
+// test's temporary directory (TestSupport's LaunchRecorder); default handlers
+// set in mimeapps.list.
 
 private let browsingWeb = "org.example.UserActivity.browsing-web"
 private let openDocument = "org.example.UserActivity.open-document"
 
-/// Writes a recorder script and desktop entries whose Exec runs it.
+/// Desktop entries whose Exec runs TestSupport's `LaunchRecorder`.
 struct ArgvApps {
     let h: ContinuationHarness
-    let script: String
+    let recorder: LaunchRecorder
 
     init(_ h: ContinuationHarness) throws {
         self.h = h
-        script = h.session.root + "/record-argv.sh"
-        // One argument per line, then the two launch variables; renamed into
-        // place so that a reader never sees half a file.
-        try writeFileAtomically(script, contents: """
-            #!/bin/sh
-            out="$1"; shift
-            { for a in "$@"; do printf 'ARG %s\\n' "$a"; done
-              printf 'XDG_ACTIVATION_TOKEN=%s\\n' "$XDG_ACTIVATION_TOKEN"
-              printf 'DESKTOP_STARTUP_ID=%s\\n' "$DESKTOP_STARTUP_ID"; } > "$out.tmp.$$"
-            mv "$out.tmp.$$" "$out"
-
-            """, mode: 0o755)
+        recorder = try LaunchRecorder(directory: h.session.root)
     }
 
     func argvPath(_ app: String) -> String { h.logDirectory + "/\(app).argv" }
@@ -39,7 +29,7 @@ struct ArgvApps {
     func install(_ app: String, fieldCode: String, mimeTypes: [String] = []) throws {
         var extra: [String] = []
         if !mimeTypes.isEmpty { extra.append("MimeType=" + mimeTypes.map { "\($0);" }.joined()) }
-        let exec = ["/bin/sh", script, argvPath(app)].map(desktopQuote).joined(separator: " ") + (fieldCode.isEmpty ? "" : " " + fieldCode)
+        let exec = recorder.command(recordingTo: argvPath(app)).map(desktopQuote).joined(separator: " ") + (fieldCode.isEmpty ? "" : " " + fieldCode)
         try h.session.writeDesktopEntry(appID: app, types: [], exec: exec, extraLines: extra)
     }
 
@@ -49,14 +39,7 @@ struct ArgvApps {
     }
 
     /// The recorded lines of `app`'s launch; nil when it was not launched in time.
-    func recorded(_ app: String, timeout: Double = 10) -> [String]? {
-        var lines: [String]?
-        _ = waitUntil(timeout: timeout) {
-            lines = (try? String(contentsOfFile: argvPath(app), encoding: .utf8)).map { $0.split(separator: "\n").map(String.init) }
-            return lines != nil
-        }
-        return lines
-    }
+    func recorded(_ app: String, timeout: Double = 10) -> [String]? { LaunchRecorder.read(argvPath(app), timeout: timeout) }
 
     func arguments(_ app: String) -> [String]? {
         recorded(app)?.filter { $0.hasPrefix("ARG ") }.map { String($0.dropFirst(4)) }
@@ -73,6 +56,7 @@ struct SystemTypeTests {
     static let docs = "com.example.Docs"
     static let viewer = "com.example.Viewer"
     static let plain = "com.example.Plain"
+    static let files = "com.example.Files"
 
     /// Two browsers (the other is the default), a document app taking %U, a
     /// viewer that is the default for text/x-uatest, a plain app taking nothing.
@@ -82,10 +66,11 @@ struct SystemTypeTests {
         try apps.install(Self.browser, fieldCode: "%u", mimeTypes: ["x-scheme-handler/https", "x-scheme-handler/http", "text/html"])
         try apps.install(Self.otherBrowser, fieldCode: "%u", mimeTypes: ["x-scheme-handler/https", "x-scheme-handler/http"])
         try apps.install(Self.docs, fieldCode: "%U", mimeTypes: ["text/x-uatest"])
-        try apps.install(Self.viewer, fieldCode: "%F", mimeTypes: ["text/x-uatest"])
+        try apps.install(Self.viewer, fieldCode: "%F", mimeTypes: ["text/x-uatest", "text/plain"])
+        try apps.install(Self.files, fieldCode: "%f")
         try apps.install(Self.plain, fieldCode: "")
         try apps.defaults([("x-scheme-handler/https", Self.otherBrowser), ("x-scheme-handler/http", Self.otherBrowser),
-                           ("text/x-uatest", Self.viewer)])
+                           ("text/x-uatest", Self.viewer), ("text/plain", Self.viewer)])
         return (h, apps)
     }
 
@@ -131,9 +116,11 @@ struct SystemTypeTests {
         #expect(!apps.wasLaunched(Self.otherBrowser))
 
         let url2 = "https://example.com/from-plain"
-        let byDefault = try client.continueActivity(browsingWeb, [("webpage-url", .string(url2)), ("app-id", .string(Self.plain))])
+        let byDefault = try client.continueActivity(browsingWeb, [("webpage-url", .string(url2)), ("app-id", .string(Self.plain))],
+                                                    options: [("activation-token", .string("tok-456"))])
         #expect(byDefault == Self.otherBrowser, "\(h.logTail())")
         #expect(apps.arguments(Self.otherBrowser) == [url2])
+        #expect(apps.recorded(Self.otherBrowser)?.contains("XDG_ACTIVATION_TOKEN=tok-456") == true, "the default browser gets the token too")
         #expect(!apps.wasLaunched(Self.plain))
     }
 
@@ -157,6 +144,29 @@ struct SystemTypeTests {
         let byDefault = try client.continueActivity(openDocument, [("user-info", .stringVariantDictionary(info)), ("app-id", .string(Self.plain))])
         #expect(byDefault == Self.viewer, "\(h.logTail())")
         // %F: GIO hands the viewer the local path.
+        #expect(apps.arguments(Self.viewer) == [file], "\(h.logTail())")
+        #expect(!apps.wasLaunched(Self.plain))
+    }
+
+    @Test("open-document: a publisher taking %f gets the path with the activation token; without mime-type the file's type picks the default")
+    func openDocumentFileFieldAndGuessedType() throws {
+        let (h, apps) = try setUp()
+        let client = try h.connect()
+        let file = h.session.root + "/plain notes"
+        try writeFileAtomically(file, contents: "just some text\n")
+        let uri = "file://" + file.replacingOccurrences(of: " ", with: "%20")
+        let info: TypedValue = .stringVariantDictionary([("uri", .string(uri))])
+
+        let byFiles = try client.continueActivity(openDocument, [("user-info", info), ("app-id", .string(Self.files))],
+                                                  options: [("activation-token", .string("tok-f"))])
+        #expect(byFiles == Self.files, "\(h.logTail())")
+        let recorded = try #require(apps.recorded(Self.files), "\(h.logTail())")
+        #expect(recorded.filter { $0.hasPrefix("ARG ") } == ["ARG \(file)"], "\(recorded)")
+        #expect(recorded.contains("XDG_ACTIVATION_TOKEN=tok-f"), "\(recorded)")
+
+        // No mime-type and a publisher that takes no files: GIO reads the file's type (text) and its default opens it.
+        let byDefault = try client.continueActivity(openDocument, [("user-info", info), ("app-id", .string(Self.plain))])
+        #expect(byDefault == Self.viewer, "\(h.logTail())")
         #expect(apps.arguments(Self.viewer) == [file], "\(h.logTail())")
         #expect(!apps.wasLaunched(Self.plain))
     }

@@ -30,10 +30,11 @@ final class ServiceHarness: @unchecked Sendable {
     ///   - scheduler: time for the service, moved by hand (``advance(byMilliseconds:)``); replaces `clock`.
     ///   - identityLookupFault: the service's ``ServiceConfiguration/identityLookupFault``.
     ///   - daemonPath: the bus's `dbus-daemon` (``PrivateBus/defaultDaemonPath``).
+    ///   - recentFilesPath: the recent-files bridge's `recently-used.xbel` (nil: no bridge).
     init(confinedAs flatpakApp: String? = nil, stateDirectory: String? = nil, configDirectory: String? = nil,
          clock: (@Sendable () -> Int64)? = nil, scheduler: ManualScheduler? = nil,
          identityLookupFault: (@Sendable (String) -> DBusFailure?)? = nil,
-         daemonPath: String = PrivateBus.defaultDaemonPath) throws {
+         daemonPath: String = PrivateBus.defaultDaemonPath, recentFilesPath: String? = nil) throws {
         session = try SessionEnvironment()
         try session.writeDesktopEntry(appID: Self.editor, types: ["com.example.Editor.edit-document", "com.example.Editor.view"])
         try session.writeDesktopEntry(appID: Self.viewer, types: ["com.example.Viewer.view"])
@@ -55,6 +56,7 @@ final class ServiceHarness: @unchecked Sendable {
         if let clock { configuration.clock = clock }
         configuration.identityLookupFault = identityLookupFault
         configuration.procRoot = flatpakApp == nil ? "/proc" : procRoot.path
+        configuration.recentFilesPath = recentFilesPath
         let address = bus.address
         let loopBox = UncheckedBox(loop)
         let configurationBox = UncheckedBox(configuration)

@@ -4,6 +4,9 @@ import Foundation
 import TestSupport
 import Testing
 import TypedValues
+#if canImport(Glibc)
+import Glibc
+#endif
 
 // KRunner's SetActivationToken and the per-app GNOME Shell providers. The
 // continued entries are open-document activities of an app whose Exec runs a
@@ -15,17 +18,10 @@ private let docs = "com.example.Docs"
 /// A harness with the recording Docs app and one document on disk.
 private func harness() throws -> (DesktopSearchHarness, record: String, document: String) {
     let h = try DesktopSearchHarness(extraEntries: [])
-    let script = h.session.root + "/record.sh"
     let record = h.session.root + "/docs.record"
-    try writeFileAtomically(script, contents: """
-        #!/bin/sh
-        out="$1"; shift
-        { for a in "$@"; do printf 'ARG %s\\n' "$a"; done
-          printf 'XDG_ACTIVATION_TOKEN=%s\\n' "$XDG_ACTIVATION_TOKEN"; } > "$out.tmp.$$"
-        mv "$out.tmp.$$" "$out"
-
-        """, mode: 0o755)
-    try h.session.writeDesktopEntry(appID: docs, types: [], name: "Docs", exec: "/bin/sh \(script) \(record) %U",
+    let recorder = try LaunchRecorder(directory: h.session.root)
+    try h.session.writeDesktopEntry(appID: docs, types: [], name: "Docs",
+                                    exec: recorder.command(recordingTo: record).joined(separator: " ") + " %U",
                                     extraLines: ["Icon=x-office-document", "MimeType=text/plain;"])
     let document = h.session.root + "/token-report.txt"
     try writeFileAtomically(document, contents: "hello\n")
@@ -38,14 +34,7 @@ private func donateDocument(_ h: DesktopSearchHarness, title: String, path: Stri
     return try #require(result.stdout.firstMatch(of: #/'([0-9a-f]{32})'/#).map { String($0.1) }, "\(result)")
 }
 
-private func waitForRecord(_ path: String) -> [String]? {
-    var lines: [String]?
-    _ = waitUntil(timeout: 10) {
-        lines = (try? String(contentsOfFile: path, encoding: .utf8)).map { $0.split(separator: "\n").map(String.init) }
-        return lines != nil
-    }
-    return lines
-}
+private func waitForRecord(_ path: String) -> [String]? { LaunchRecorder.read(path, timeout: 10) }
 
 @Suite("Launchers: activation tokens and per-app providers", .serialized)
 struct LauncherTokenTests {
@@ -79,7 +68,11 @@ struct LauncherTokenTests {
         let (h, record, document) = try harness()
         let docID = try donateDocument(h, title: "Quarterly zz token report", path: document)
         let editorID = try h.donate("Quarterly zz editor report")
-        let path = UA.searchProviderPath + "/com_2eexample_2eDocs"
+        // The object the shipped template names, as an app copies it for itself.
+        let ini = try #require(try ShippedFilesTests().keyFile(repositoryRoot() + "/desktop/app-search-provider.ini.example")["Shell Search Provider"])
+        #expect(ini["DesktopId"] == "\(docs).desktop" && ini["BusName"] == UA.busName && ini["Version"] == "2", "\(ini)")
+        let path = try #require(ini["ObjectPath"])
+        #expect(path == UA.searchProviderPath + "/com_2eexample_2eDocs", "g_dbus_escape_object_path of the app ID")
         let terms = "['quarterly', 'zz']"
 
         // gdbus call … --object-path /org/example/UserActivity/SearchProvider/com_2eexample_2eDocs \
@@ -105,4 +98,36 @@ struct LauncherTokenTests {
                                            "GetInitialResultSet", "as", "1", "quarterly"])
         #expect(!bad.succeeded && bad.stderr.contains("no object"), "\(bad)")
     }
+
+    @Test("KRunner: match IDs are the saved IDs, unique in a reply, the same in every query and after a restart")
+    func krunnerStableMatchIDs() throws {
+        let h = try DesktopSearchHarness()
+        let report = try h.donate("Quarterly stable report")
+        let budget = try h.donate("Quarterly stable budget", app: UA.viewer, type: UA.viewType)
+        let first = try h.match("quarterly stable").map(\.id)
+        #expect(Set(first) == [report, budget] && first.count == 2, "\(first)")
+        #expect(try h.match("stable rep").map(\.id) == [report], "another query, the same ID")
+
+        let message = Message.methodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                         interface: "org.freedesktop.DBus", member: "GetConnectionUnixProcessID")
+        try message.append([.string(UA.busName)])
+        let connection = try Connection.bus(address: h.bus.address)
+        defer { connection.close() }
+        let pid = try #require(try connection.call(message, timeoutMilliseconds: 25_000).arguments().first?.uint32Value)
+        kill(pid_t(pid), SIGTERM)
+        #expect(waitUntil(timeout: 20) { !FileManager.default.fileExists(atPath: "/proc/\(pid)") || isZombie(pid) })
+        // A later call starts the daemon again by D-Bus activation (one sent while the bus
+        // still had the old connection fails, hence the retries).
+        var again: [String] = []
+        _ = waitUntil(timeout: 30, interval: 0.1) {
+            again = (try? h.match("quarterly stable").map(\.id)) ?? []
+            return !again.isEmpty
+        }
+        #expect(Set(again) == Set(first), "after a restart: \(again) against \(first)\n\(h.logTail())")
+    }
+}
+
+/// A process that has exited but not been reaped yet.
+private func isZombie(_ pid: UInt32) -> Bool {
+    ((try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? "").contains(") Z ")
 }

@@ -211,5 +211,7 @@ struct ShippedFilesTests {
         #expect(entry["X-KDE-ServiceTypes"] == "Plasma/Runner")
         #expect(entry["Type"] == "Service")
         #expect(entry["Name"] != nil && entry["Icon"] != nil)
+        // KRunner then keeps one match per ID across its queries; the IDs are saved IDs (krunnerStableMatchIDs).
+        #expect(entry["X-Plasma-Runner-Unique-Results"] == "true")
     }
 }
