@@ -38,7 +38,10 @@ extension Message {
             guard dbus_message_iter_next(&iterator) != 0 else { return nil }
         }
         guard dbus_message_iter_get_arg_type(&iterator) == CDBUS_TYPE_ARRAY else { return nil }
-        return Int(cdbus_message_iter_array_byte_length(&iterator))
+        // libdbus reads the length from inside the array (it asserts that only in debug builds).
+        var elements = DBusMessageIter()
+        dbus_message_iter_recurse(&iterator, &elements)
+        return Int(cdbus_message_iter_array_byte_length(&elements))
     }
 
     /// The size of the whole body (every argument), measured up to a little past `limit`.

@@ -155,4 +155,34 @@ struct ParserPropertyTests {
             }
         }
     }
+
+    /// The size check skips its walk when the properties array's wire length
+    /// is within the limits, so that length must be the array's real length
+    /// and never less than what the walk would measure.
+    @Test("an a{sv} argument's wire length is its marshalled length and bounds its entries' sizes")
+    func arrayLengthBoundsEntrySizes() throws {
+        var configuration = ValueGenerator.Configuration()
+        configuration.maximumDepth = 6
+        configuration.maximumElements = 5
+        let values = ValueGenerator(configuration)
+        var failures = 0
+        for i in 0..<Self.iterations(1000) {
+            var input = FuzzInput(seed: UInt64(i) &+ 991)
+            let dictionary = TypedValue.stringVariantDictionary((0..<input.int(0...5)).map { ("key\($0)", values.value(&input)) })
+            let alone = Message.methodCall(destination: nil, path: "/", interface: "x.y", member: "Z")
+            try alone.append([dictionary])
+            // The length, padding to the 8-byte entries, then the entries.
+            let wire = try alone.marshalledBodyLength() - 8
+            let donate = Message.methodCall(destination: nil, path: "/", interface: "x.y", member: "Z")
+            try donate.append([.string("com.example.Editor.edit-document"), dictionary])
+            let measured = donate.marshalledSizes(ofEntriesIn: 1, upTo: Int.max).reduce(0) { $0 + $1.size }
+            let length = donate.marshalledArrayLength(ofArgument: 1)
+            if alone.marshalledArrayLength(ofArgument: 0) != wire || length != wire || measured > wire
+                || donate.marshalledArrayLength(ofArgument: 0) != nil {
+                failures += 1
+                Issue.record("seed \(i): wire \(wire), alone \(String(describing: alone.marshalledArrayLength(ofArgument: 0))), after a string \(String(describing: length)), entries measured \(measured)")
+                if failures >= 5 { return }
+            }
+        }
+    }
 }
