@@ -130,15 +130,20 @@ struct ParserPropertyTests {
         #expect(throws: CodecError.self) { try TypedValueCodec.decode(forged) }
     }
 
+    /// Values of at most five elements per container, nested up to `depth`.
+    static func smallValues(depth: Int) -> ValueGenerator {
+        var configuration = ValueGenerator.Configuration()
+        configuration.maximumDepth = depth
+        configuration.maximumElements = 5
+        return ValueGenerator(configuration)
+    }
+
     /// The spec defines user-info's size as libdbus's marshalled length; the
     /// daemon computes it without libdbus (`marshalledSize`). They must agree
     /// for every value, or the 64 KiB limit is off.
     @Test("marshalledSize equals the length libdbus marshals, for random values")
     func marshalledSizeMatchesLibdbus() throws {
-        var configuration = ValueGenerator.Configuration()
-        configuration.maximumDepth = 10
-        configuration.maximumElements = 5
-        let values = ValueGenerator(configuration)
+        let values = Self.smallValues(depth: 10)
         var mismatches = 0
         for i in 0..<Self.iterations(3000) {
             var input = FuzzInput(seed: UInt64(i) &+ 77)
@@ -161,10 +166,7 @@ struct ParserPropertyTests {
     /// and never less than what the walk would measure.
     @Test("an a{sv} argument's wire length is its marshalled length and bounds its entries' sizes")
     func arrayLengthBoundsEntrySizes() throws {
-        var configuration = ValueGenerator.Configuration()
-        configuration.maximumDepth = 6
-        configuration.maximumElements = 5
-        let values = ValueGenerator(configuration)
+        let values = Self.smallValues(depth: 6)
         var failures = 0
         for i in 0..<Self.iterations(1000) {
             var input = FuzzInput(seed: UInt64(i) &+ 991)
