@@ -32,6 +32,11 @@ final class SQLiteConnection {
     /// Saved entries per app, for the per-app limit: filled on demand, bumped
     /// by inserts, cleared by deletes.
     var entryCountByApp: [String: Int] = [:]
+    /// `SQLITE_FCNTL_DATA_VERSION` after this connection's last commit: a
+    /// write transaction that finds another one forgets the counts above,
+    /// since the trim deletes as many of an app's oldest entries as its
+    /// count says are too many.
+    private var fileVersionAfterCommit: UInt32?
 
     /// The index Search reads (see ``SearchIndex``); `nil` until built, and
     /// again when a change could not be applied.
@@ -121,11 +126,15 @@ final class SQLiteConnection {
     /// returns, rolled back when it throws. IMMEDIATE takes the write lock up
     /// front, so a read-then-write (upsert) never fails half-way with BUSY.
     func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
-        try execute("BEGIN IMMEDIATE")
+        try withStatement("BEGIN IMMEDIATE") { statement throws(StoreError) in try statement.run() }
         pendingIndexChanges.removeAll()
+        // The write lock came with a read transaction, so the version is current.
+        let fileVersion = fileDataVersion()
+        if fileVersion == nil || fileVersion != fileVersionAfterCommit { entryCountByApp.removeAll() }
         do {
             let result = try body()
-            try execute("COMMIT")
+            try withStatement("COMMIT") { statement throws(StoreError) in try statement.run() }
+            fileVersionAfterCommit = fileDataVersion()
             applyPendingIndexChanges()
             return result
         } catch {

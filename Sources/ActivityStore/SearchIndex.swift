@@ -821,7 +821,7 @@ extension SQLiteConnection {
     /// `SQLITE_FCNTL_DATA_VERSION` of the main database: it changes with every
     /// commit, this connection's or another's, as of this connection's latest
     /// read transaction; nil when the VFS does not report it.
-    private func fileDataVersion() -> UInt32? {
+    func fileDataVersion() -> UInt32? {
         var version: UInt32 = 0
         return sqlite3_file_control(handle, "main", SQLITE_FCNTL_DATA_VERSION, &version) == SQLITE_OK ? version : nil
     }

@@ -22,6 +22,9 @@ static inline gulong cglib_signal_connect(gpointer instance, const gchar *signal
 // glibc keeps freed heap pages mapped: malloc_trim gives them back to the
 // system after a large free (Glibc's Swift module does not export it).
 int malloc_trim(size_t pad);
+// mallopt(3) and its M_TRIM_THRESHOLD, for the same reason.
+int mallopt(int param, int value);
+static const int CGLIB_M_TRIM_THRESHOLD = -1;
 
 // pidfd_open(2) (glibc 2.36 <sys/pidfd.h>, which Glibc's Swift module does
 // not export): tests make a pidfd of a child as a bus would hand one over.

@@ -25,6 +25,25 @@ extension Message {
         return Self.measure(&iterator, limit: limit)
     }
 
+    /// The marshalled byte length of array argument `index`, padding
+    /// included, read from the message header in one step (no walk); nil
+    /// when that argument is not an array.
+    ///
+    /// Why: it bounds every size ``marshalledSizes(ofEntriesIn:upTo:)``
+    /// would report for that argument, so a small one needs no walk at all.
+    public func marshalledArrayLength(ofArgument index: Int) -> Int? {
+        var iterator = DBusMessageIter()
+        guard dbus_message_iter_init(pointer, &iterator) != 0 else { return nil }
+        for _ in 0..<index {
+            guard dbus_message_iter_next(&iterator) != 0 else { return nil }
+        }
+        guard dbus_message_iter_get_arg_type(&iterator) == CDBUS_TYPE_ARRAY else { return nil }
+        // libdbus reads the length from inside the array (it asserts that only in debug builds).
+        var elements = DBusMessageIter()
+        dbus_message_iter_recurse(&iterator, &elements)
+        return Int(cdbus_message_iter_array_byte_length(&elements))
+    }
+
     /// The size of the whole body (every argument), measured up to a little past `limit`.
     public func marshalledBodySize(upTo limit: Int) -> Int {
         var iterator = DBusMessageIter()

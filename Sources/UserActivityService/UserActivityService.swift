@@ -422,6 +422,12 @@ public final class UserActivityService {
         guard let properties else { return nil }
         // Keys, type signatures and padding add a little to the fields' own sizes.
         let allowed = limits.maximumActivityBytes + Self.propertiesOverheadBytes
+        // The array's wire length bounds every size the walk below would
+        // find: a record that small cannot break a limit, and needs no walk.
+        if let length = message.marshalledArrayLength(ofArgument: properties),
+           length <= min(limits.maximumUserInfoBytes, limits.maximumActivityBytes) {
+            return nil
+        }
         var total = 0
         for (key, size) in message.marshalledSizes(ofEntriesIn: properties, upTo: allowed) {
             if key == "user-info", size > limits.maximumUserInfoBytes { return userInfoTooLarge }

@@ -55,6 +55,7 @@ enum Daemon {
         }
         // Room for descriptors peers send (libdbus drops a connection whose fds it cannot receive).
         DescriptorLimit.raise()
+        Memory.keepFreedHeapTop(bytes: 1 << 20)
         let bus: Connection
         do {
             bus = try Connection.session()

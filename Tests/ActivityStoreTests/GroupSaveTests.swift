@@ -134,6 +134,34 @@ import TypedValues
         #expect(try search(store, "elsewhere") == ["Elsewhere"])
     }
 
+    @Test func anAppAtItsLimitLosesOnlyItsOldestEntries() throws {
+        let store = try ActivityStore.inMemory()
+        try store.save(record(app: "com.example.Other", id: "other", title: "Elsewhere"), at: baseTime)
+        for index in 0..<6 {
+            _ = try store.saveGroup([.init(record: record(id: "doc-\(index)", title: "Entry \(index)"),
+                                           now: baseTime + Int64(index) * hour, keepingPerApp: 3)])
+        }
+        // Used again: no longer the oldest.
+        _ = try store.saveGroup([.init(record: record(id: "doc-3", title: "Entry 3"), now: baseTime + 9 * hour, keepingPerApp: 3)])
+        _ = try store.saveGroup([.init(record: record(id: "doc-6", title: "Entry 6"), now: baseTime + 10 * hour, keepingPerApp: 3)])
+        #expect(try search(store, "entry").sorted() == ["Entry 3", "Entry 5", "Entry 6"])
+        #expect(try search(store, "elsewhere") == ["Elsewhere"])
+    }
+
+    @Test func entriesAnotherConnectionDeletedAreNotCountedWhenTrimming() throws {
+        let directory = try TemporaryDirectory()
+        let store = try ActivityStore(directory: directory.path)
+        for index in 0..<3 {
+            _ = try store.saveGroup([.init(record: record(id: "doc-\(index)", title: "Entry \(index)"),
+                                           now: baseTime + Int64(index) * hour, keepingPerApp: 3)])
+        }
+        // A second daemon (a restart) forgets two of them; this one counted three.
+        let other = try ActivityStore(directory: directory.path)
+        #expect(try other.delete(appID: "com.example.Editor", persistentIdentifiers: ["doc-1", "doc-2"]) == 2)
+        _ = try store.saveGroup([.init(record: record(id: "doc-3", title: "Entry 3"), now: baseTime + 3 * hour, keepingPerApp: 3)])
+        #expect(try search(store, "entry").sorted() == ["Entry 0", "Entry 3"])
+    }
+
     @Test func savedIDsBeginWithTheirCreationTimeAndStayUnique() throws {
         let sameMicrosecond = (0..<1000).map { _ in ActivityStore.newSavedID(now: baseTime) }
         #expect(Set(sameMicrosecond).count == 1000)

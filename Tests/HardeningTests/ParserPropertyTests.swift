@@ -130,15 +130,20 @@ struct ParserPropertyTests {
         #expect(throws: CodecError.self) { try TypedValueCodec.decode(forged) }
     }
 
+    /// Values of at most five elements per container, nested up to `depth`.
+    static func smallValues(depth: Int) -> ValueGenerator {
+        var configuration = ValueGenerator.Configuration()
+        configuration.maximumDepth = depth
+        configuration.maximumElements = 5
+        return ValueGenerator(configuration)
+    }
+
     /// The spec defines user-info's size as libdbus's marshalled length; the
     /// daemon computes it without libdbus (`marshalledSize`). They must agree
     /// for every value, or the 64 KiB limit is off.
     @Test("marshalledSize equals the length libdbus marshals, for random values")
     func marshalledSizeMatchesLibdbus() throws {
-        var configuration = ValueGenerator.Configuration()
-        configuration.maximumDepth = 10
-        configuration.maximumElements = 5
-        let values = ValueGenerator(configuration)
+        let values = Self.smallValues(depth: 10)
         var mismatches = 0
         for i in 0..<Self.iterations(3000) {
             var input = FuzzInput(seed: UInt64(i) &+ 77)
@@ -152,6 +157,33 @@ struct ParserPropertyTests {
                 mismatches += 1
                 Issue.record("\(value.signature): libdbus marshals \(libdbus) bytes, marshalledSize says \(value.marshalledSize)")
                 if mismatches >= 5 { return }
+            }
+        }
+    }
+
+    /// The size check skips its walk when the properties array's wire length
+    /// is within the limits, so that length must be the array's real length
+    /// and never less than what the walk would measure.
+    @Test("an a{sv} argument's wire length is its marshalled length and bounds its entries' sizes")
+    func arrayLengthBoundsEntrySizes() throws {
+        let values = Self.smallValues(depth: 6)
+        var failures = 0
+        for i in 0..<Self.iterations(1000) {
+            var input = FuzzInput(seed: UInt64(i) &+ 991)
+            let dictionary = TypedValue.stringVariantDictionary((0..<input.int(0...5)).map { ("key\($0)", values.value(&input)) })
+            let alone = Message.methodCall(destination: nil, path: "/", interface: "x.y", member: "Z")
+            try alone.append([dictionary])
+            // The length, padding to the 8-byte entries, then the entries.
+            let wire = try alone.marshalledBodyLength() - 8
+            let donate = Message.methodCall(destination: nil, path: "/", interface: "x.y", member: "Z")
+            try donate.append([.string("com.example.Editor.edit-document"), dictionary])
+            let measured = donate.marshalledSizes(ofEntriesIn: 1, upTo: Int.max).reduce(0) { $0 + $1.size }
+            let length = donate.marshalledArrayLength(ofArgument: 1)
+            if alone.marshalledArrayLength(ofArgument: 0) != wire || length != wire || measured > wire
+                || donate.marshalledArrayLength(ofArgument: 0) != nil {
+                failures += 1
+                Issue.record("seed \(i): wire \(wire), alone \(String(describing: alone.marshalledArrayLength(ofArgument: 0))), after a string \(String(describing: length)), entries measured \(measured)")
+                if failures >= 5 { return }
             }
         }
     }
