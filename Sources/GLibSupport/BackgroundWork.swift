@@ -15,10 +15,12 @@ private final class BackgroundJob: @unchecked Sendable {
 
     /// On the worker thread: works, then hands the result to the loop.
     func runOnWorkerThread() {
-        finish = work()
+        let result = work()
+        crossThreadHandoff.withLock { finish = result }
         // From another thread GLib adds an idle source on the loop's context.
         g_main_context_invoke(context, { data in
-            Unmanaged<BackgroundJob>.fromOpaque(data!).takeRetainedValue().finish()
+            let job = Unmanaged<BackgroundJob>.fromOpaque(data!).takeRetainedValue()
+            crossThreadHandoff.withLock { job.finish }()
             return CGLIB_SOURCE_REMOVE
         }, Unmanaged.passRetained(self).toOpaque())
     }

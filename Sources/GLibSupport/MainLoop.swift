@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import CGLib
+import DBusKit
 
 /// A `GMainLoop` on a `GMainContext`, with Swift closures as sources.
 ///
@@ -139,14 +140,31 @@ public final class GLibSource: @unchecked Sendable {
     }
 }
 
+/// Orders a callback's creation on one thread before its run on the loop's.
+///
+/// GLib's own locking already does (a source may be attached from any
+/// thread), but its `GMutex` is a bare futex that ThreadSanitizer cannot see,
+/// so it would report the closure's capture and its first read as a race.
+/// Taking a `pthread` mutex, which it does see, on both sides states the
+/// order it cannot find; uncontended, that is two atomic operations.
+let crossThreadHandoff = ThreadLock()
+
 final class CallbackBox {
-    let action: () -> Bool
-    init(_ action: @escaping () -> Bool) { self.action = action }
+    private let stored: () -> Bool
+    init(_ action: @escaping () -> Bool) {
+        stored = action
+        crossThreadHandoff.withLock {}
+    }
+    var action: () -> Bool { crossThreadHandoff.withLock { stored } }
 }
 
 final class FDCallbackBox {
-    let action: (GIOCondition) -> Bool
-    init(_ action: @escaping (GIOCondition) -> Bool) { self.action = action }
+    private let stored: (GIOCondition) -> Bool
+    init(_ action: @escaping (GIOCondition) -> Bool) {
+        stored = action
+        crossThreadHandoff.withLock {}
+    }
+    var action: (GIOCondition) -> Bool { crossThreadHandoff.withLock { stored } }
 }
 
 /// Wall-clock time in microseconds since the Unix epoch (`g_get_real_time`).
