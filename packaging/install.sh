@@ -126,11 +126,7 @@ fi
 # relative relocations (DT_RELR, glibc >= 2.36): the static Swift runtime
 # carries ~600 KiB of relative relocations that would otherwise all be read
 # at every start, about 0.5 MiB of the daemon's idle resident size.
-# Every function in its own section (our modules; the static runtime's C++
-# parts already are), so a product's ordering file below can pack the code it
-# runs together.
 build_flags=(--scratch-path "$SCRATCH_PATH" -c release --static-swift-stdlib --disable-local-rpath
-             -Xswiftc -Xfrontend -Xswiftc -function-sections
              -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs
              -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now)
 
