@@ -129,6 +129,34 @@ fi
 build_flags=(--scratch-path "$SCRATCH_PATH" -c release --static-swift-stdlib --disable-local-rpath
              -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs
              -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now)
+
+# Link flags of one product only. useractivity-handoffd mostly idles, and the
+# kernel maps its file pages in 64 KiB runs around each page it touches:
+#  - packaging/useractivity-handoffd.order lists the functions it runs
+#    (packaging/order-symbols.sh regenerates it), placed first and together,
+#    so the runs it touches hold its code rather than code it never calls;
+#  - libstdc++ linked statically: the Swift runtime uses a few of its
+#    functions, and the shared library's start-up (locale tables,
+#    relocations) would be resident for them (~0.8 MiB). Without libstdc++.a
+#    (Fedora: libstdc++-static) it stays shared, with a note.
+product_flags() {
+  case "$1" in
+    useractivity-handoffd)
+      if [ -f packaging/useractivity-handoffd.order ]; then
+        echo "-Xlinker --symbol-ordering-file=$source_dir/packaging/useractivity-handoffd.order -Xlinker --no-warn-symbol-ordering"
+      fi
+      local archive
+      archive="$(${CXX:-c++} -print-file-name=libstdc++.a 2>/dev/null || true)"
+      if [ -f "$archive" ]; then
+        mkdir -p "$SCRATCH_PATH/static-libstdc++"
+        ln -sf "$(readlink -f "$archive")" "$SCRATCH_PATH/static-libstdc++/libstdc++.a"
+        # Searched before the system's directories, so -lstdc++ finds the archive.
+        echo "-Xlinker -L$(readlink -f "$SCRATCH_PATH/static-libstdc++")"
+      else
+        note "libstdc++.a not found (${CXX:-c++} -print-file-name): $1 links libstdc++ dynamically"
+      fi ;;
+  esac
+}
 if [ -n "$SWIFT_BUILD_FLAGS" ]; then
   # shellcheck disable=SC2206 # word splitting is the point
   build_flags+=($SWIFT_BUILD_FLAGS)
@@ -140,8 +168,10 @@ if [ "$mode" != install ]; then
     exit 1
   fi
   for product in "${products[@]}"; do
-    note "building $product: $SWIFT build ${build_flags[*]} --product $product"
-    "$SWIFT" build "${build_flags[@]}" --product "$product"
+    # shellcheck disable=SC2207 # word splitting is the point
+    extra=($(product_flags "$product"))
+    note "building $product: $SWIFT build ${build_flags[*]} ${extra[*]} --product $product"
+    "$SWIFT" build "${build_flags[@]}" "${extra[@]}" --product "$product"
   done
 fi
 
