@@ -6,8 +6,8 @@ import TestSupport
 import Testing
 import TypedValues
 
-/// Expiry, donation batching and the pause before signals on a clock the
-/// test moves by hand: dates are reached by `advance`, never by sleeping, so
+/// Expiry, donation batching and the signals a call causes (sent at once, on no
+/// timer) on a clock the test moves by hand: dates are reached by `advance`, never by sleeping, so
 /// load cannot change the outcome.
 @Suite struct ScheduledTimeTests {
     private static let start: Int64 = 1_800_000_000_000_000
