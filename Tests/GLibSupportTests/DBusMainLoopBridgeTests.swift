@@ -21,23 +21,26 @@ struct DBusMainLoopBridgeTests {
         private let lock = NSLock()
         private var members: [String] = []
         private var depth = 0
-        private(set) var deepest = 0
-        private(set) var deliveredInsideDialog: [String] = []
-        private(set) var dialogSawTheSocketReadable = false
+        private var deepestDepth = 0
+        private var insideDialog: [String] = []
+        private var sawReadable = false
 
         var received: [String] { lock.withLock { members } }
+        var deepest: Int { lock.withLock { deepestDepth } }
+        var deliveredInsideDialog: [String] { lock.withLock { insideDialog } }
+        var dialogSawTheSocketReadable: Bool { lock.withLock { sawReadable } }
         func entered(_ member: String) {
             lock.withLock {
                 members.append(member)
                 depth += 1
-                deepest = max(deepest, depth)
+                deepestDepth = max(deepestDepth, depth)
             }
         }
         func left() { lock.withLock { depth -= 1 } }
-        func dialogClosed(sawReadable: Bool) {
+        func dialogClosed(sawReadable readable: Bool) {
             lock.withLock {
-                dialogSawTheSocketReadable = sawReadable
-                deliveredInsideDialog = Array(members.dropFirst())
+                sawReadable = readable
+                insideDialog = Array(members.dropFirst())
             }
         }
     }
