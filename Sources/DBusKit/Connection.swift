@@ -49,6 +49,14 @@ public final class Connection: @unchecked Sendable {
 
     public var isConnected: Bool { dbus_connection_get_is_connected(pointer) != 0 }
 
+    /// The socket the connection reads and writes, or nil when it has none
+    /// (disconnected). Only for watching it: reading or writing it would take
+    /// bytes from libdbus.
+    public var socketDescriptor: Int32? {
+        var fd: Int32 = -1
+        return dbus_connection_get_socket(pointer, &fd) != 0 ? fd : nil
+    }
+
     public func close() { dbus_connection_close(pointer) }
 
     // MARK: Names and matches

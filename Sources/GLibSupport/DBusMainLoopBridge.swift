@@ -2,12 +2,15 @@
 import CGLib
 import DBusKit
 
-/// Drives a libdbus ``Connection`` from a ``MainLoop``: each watch becomes a
-/// ``PollSource`` (toggling it rewrites what is polled, no source churn), each
-/// timeout a timeout source. Messages read while handling a watch are
-/// dispatched right after libdbus returns; messages queued any other way (a
-/// blocking call on another thread) are dispatched from an idle source. Never
-/// from inside libdbus's own callbacks.
+/// Drives a libdbus ``Connection`` from a ``MainLoop``: each enabled watch is
+/// a GLib fd source (`g_unix_fd_source_new`), made when libdbus enables the
+/// watch and destroyed when it disables it; each timeout a timeout source.
+/// Messages read while handling a watch are dispatched right after libdbus
+/// returns; messages queued any other way (a blocking call on another thread)
+/// are dispatched from an idle source. Never from inside libdbus's own
+/// callbacks, and never from a loop nested inside a message handler: libdbus
+/// cannot dispatch while it is dispatching, so what arrives meanwhile waits
+/// until the handler returns.
 ///
 /// ```swift
 /// let bus = try Connection.session()
@@ -20,6 +23,13 @@ public final class DBusMainLoopBridge: MainLoopIntegration {
     private var dispatchSource: GLibSource?
     /// Watches being handled on the loop's thread (only touched there).
     private var watchesInProgress = 0
+    /// Whether messages are being dispatched on the loop's thread (only
+    /// touched there). A handler may run a loop of its own on the same
+    /// context (an app's modal dialog); a watch or idle source that runs in
+    /// it must not dispatch again: `dbus_connection_dispatch` would wait for
+    /// itself. The outer dispatch goes on with what arrived once the handler
+    /// returns.
+    private var isDispatching = false
     /// The timer for the connection's earliest reply deadline (armed from any thread).
     private var replyTimer: GLibSource?
     private let replyTimerLock = ThreadLock()
@@ -36,24 +46,26 @@ public final class DBusMainLoopBridge: MainLoopIntegration {
 
     // MARK: Watches
 
-    public func add(_ watch: Watch) {
-        // The source holds the watch unowned: libdbus removes the watch (and so the source) before freeing it.
-        watch.attachment = loop.pollSource(watch.fileDescriptor, condition: Self.condition(of: watch),
-                                           enabled: watch.isEnabled) { [unowned self, unowned watch] fired in
-            handle(watch, fired)
-            return true
-        }
-    }
+    public func add(_ watch: Watch) { toggled(watch) }
 
     public func remove(_ watch: Watch) {
-        (watch.attachment as? PollSource)?.cancel()
+        (watch.attachment as? GLibSource)?.cancel()
         watch.attachment = nil
     }
 
-    /// libdbus toggles the write watch around every message it sends; the
-    /// source stays, only what it polls for changes.
+    /// libdbus enables the write watch for each message it queues and
+    /// disables it once the message is written; a source per enabled spell
+    /// keeps the watch a plain GLib fd source, which GLib blocks while it
+    /// dispatches, so a loop nested in a handler does not poll it.
     public func toggled(_ watch: Watch) {
-        (watch.attachment as? PollSource)?.update(enabled: watch.isEnabled, condition: Self.condition(of: watch))
+        remove(watch)
+        guard watch.isEnabled else { return }
+        // The source holds the watch unowned: libdbus removes the watch (and so the source) before freeing it.
+        watch.attachment = loop.onFileDescriptor(watch.fileDescriptor, condition: Self.condition(of: watch)) {
+            [unowned self, unowned watch] fired in
+            handle(watch, fired)
+            return true
+        }
     }
 
     private static func condition(of watch: Watch) -> GIOCondition {
@@ -73,7 +85,14 @@ public final class DBusMainLoopBridge: MainLoopIntegration {
                      error: fired.rawValue & G_IO_ERR.rawValue != 0,
                      hangup: fired.rawValue & G_IO_HUP.rawValue != 0)
         watchesInProgress -= 1
-        if watchesInProgress == 0 { connection?.dispatchPending() }
+        if watchesInProgress == 0 { dispatchPending() }
+    }
+
+    private func dispatchPending() {
+        guard !isDispatching else { return }
+        isDispatching = true
+        connection?.dispatchPending()
+        isDispatching = false
     }
 
     // MARK: Timeouts
@@ -110,12 +129,13 @@ public final class DBusMainLoopBridge: MainLoopIntegration {
 
     public func dispatchStatusChanged(dataRemains: Bool) {
         guard dataRemains else { return }
-        // Inside a watch on the loop's thread: handle(_:_:) dispatches right after.
-        if loop.isOwnedByCurrentThread && watchesInProgress > 0 { return }
+        // Inside a watch on the loop's thread: handle(_:_:) dispatches right
+        // after; inside a dispatch, its own loop goes on with what remains.
+        if loop.isOwnedByCurrentThread && (watchesInProgress > 0 || isDispatching) { return }
         guard dispatchSource?.isActive != true else { return }
         dispatchSource = loop.idle { [weak self] in
             self?.dispatchSource = nil
-            self?.connection?.dispatchPending()
+            self?.dispatchPending()
         }
     }
 }

@@ -40,6 +40,9 @@ public final class MainLoop {
     public func quit() { g_main_loop_quit(loop) }
     public var isRunning: Bool { g_main_loop_is_running(loop) != 0 }
 
+    /// Whether the calling thread is the one running (owning) this loop's context.
+    public var isOwnedByCurrentThread: Bool { g_main_context_is_owner(context) != 0 }
+
     /// Runs one iteration; returns whether anything was dispatched.
     @discardableResult
     public func iterate(mayBlock: Bool) -> Bool {

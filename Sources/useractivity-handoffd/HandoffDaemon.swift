@@ -95,7 +95,10 @@ final class HandoffDaemon {
     var linkSerial = 0
     /// AddPeer calls waiting for the key of the device at an address.
     var pendingAddPeer: [(link: PeerLink, call: Message)] = []
-    var ticker: GLibSource?
+    /// The next of the once-a-second checks (expiries, reconnects).
+    var ticker: ScheduledWork?
+    /// Times the ticker (GLib's timeout sources on the loop unless given).
+    let scheduler: Scheduler
     var requestSerial: UInt32 = 0
     let keepaliveSeconds: Int64
     var discoverableWindow = DiscoverableWindow()
@@ -113,9 +116,10 @@ final class HandoffDaemon {
     lazy var streams = StreamRelay(loop: loop, log: log)
 
     init(bus: Connection, loop: MainLoop, log: Logger, directory: StateDirectory, listen: String,
-         environment: [String: String], clock: HandoffClock = MonotonicClock()) throws {
+         environment: [String: String], clock: HandoffClock = MonotonicClock(), scheduler: Scheduler? = nil) throws {
         self.bus = bus
         self.loop = loop
+        self.scheduler = scheduler ?? GLibScheduler(loop: loop)
         self.log = log
         self.clock = clock
         self.directory = directory
@@ -172,7 +176,14 @@ final class HandoffDaemon {
                 state.enabled = false
             }
         }
-        ticker = loop.every(milliseconds: 1000) { [weak self] in self?.tick(); return true }
+        scheduleTick()
+    }
+
+    private func scheduleTick() {
+        ticker = scheduler.after(milliseconds: 1000) { [weak self] in
+            self?.tick()
+            self?.scheduleTick()
+        }
     }
 
     /// Loads (or on first use makes) the identity, then listens and dials.

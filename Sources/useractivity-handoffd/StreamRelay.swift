@@ -22,7 +22,10 @@ final class RelayedStream {
     weak var link: PeerLink?
     /// The local socket; -1 on the origin side until useractivityd handed it over.
     private(set) var fd: Int32 = -1
-    private var source: PollSource?
+    /// Polls the socket for ``polledCondition``; none while the stream wants nothing.
+    private var source: GLibSource?
+    private var polledCondition: UInt32 = 0
+    private var loop: MainLoop?
     var flow = StreamFlow()
     private var toApp: [UInt8] = []
     private var toAppStart = 0
@@ -45,10 +48,7 @@ final class RelayedStream {
         guard !isFinished else { close(fd); return }
         self.fd = fd
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-        source = loop.pollSource(fd, condition: G_IO_IN, enabled: false) { [weak self] fired in
-            self?.ready(fired)
-            return true
-        }
+        self.loop = loop
         writeToApp()
         update()
     }
@@ -59,11 +59,19 @@ final class RelayedStream {
 
     /// Polls for what the stream can use now.
     func update() {
-        guard let source, !isFinished else { return }
+        guard let loop, !isFinished else { return }
         var condition: UInt32 = 0
         if wantsRead { condition |= G_IO_IN.rawValue | G_IO_HUP.rawValue | G_IO_ERR.rawValue }
         if toAppStart < toApp.count { condition |= G_IO_OUT.rawValue | G_IO_ERR.rawValue }
-        source.update(enabled: condition != 0, condition: GIOCondition(condition))
+        guard condition != polledCondition else { return }
+        source?.cancel()
+        source = nil
+        polledCondition = condition
+        guard condition != 0 else { return }
+        source = loop.onFileDescriptor(fd, condition: GIOCondition(condition)) { [weak self] fired in
+            self?.ready(fired)
+            return true
+        }
     }
 
     private func ready(_ fired: GIOCondition) {
@@ -139,6 +147,7 @@ final class RelayedStream {
         isFinished = true
         source?.cancel()
         source = nil
+        loop = nil
         if fd >= 0 { close(fd) }
         fd = -1
         let line: Logger.Message = "continuation stream \(key) with \(device) closed: \(reason)"

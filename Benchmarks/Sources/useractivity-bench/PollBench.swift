@@ -8,10 +8,10 @@ import Glibc
 /// reads it and, as libdbus does when it queues a reply and writes it at
 /// once, enables and disables the write watch. `bench/callgrind-libcompare.sh`
 /// counts the instructions of each way under callgrind:
-/// - `pollsource`: both watches are `PollSource`s (what the daemon uses);
 /// - `glib`: GLib's fd sources (`g_unix_fd_source_new`), the write watch
-///   created and destroyed per toggle, as a bridge without `PollSource`
-///   would have to;
+///   created and destroyed per toggle, as the libdbus bridge does;
+/// - `pollsource`: both watches are the retired hand-written source
+///   (``RetiredPollSource``), toggling rewrites what it polls;
 /// - `empty`: the same write and read without a main loop (the shared cost).
 enum PollBench {
     static let usage = "useractivity-bench --poll pollsource|glib|empty COUNT"
@@ -34,8 +34,8 @@ enum PollBench {
 
         switch arguments[0] {
         case "pollsource":
-            let writeWatch = loop.pollSource(reading, condition: G_IO_OUT, enabled: false) { _ in true }
-            let readWatch = loop.pollSource(reading, condition: G_IO_IN) { _ in
+            let writeWatch = RetiredPollSource(fileDescriptor: reading, condition: G_IO_OUT, enabled: false, loop: loop) { _ in true }
+            let readWatch = RetiredPollSource(fileDescriptor: reading, condition: G_IO_IN, loop: loop) { _ in
                 received += read(reading, &byte, 1)
                 writeWatch.update(enabled: true, condition: G_IO_OUT)
                 writeWatch.update(enabled: false, condition: G_IO_OUT)

@@ -1,23 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 import CGLib
 import DBusKit
+import GLibSupport
 
-/// A file-descriptor source whose descriptor and condition can be switched on
-/// and off cheaply: the `GPollFD` it polls lives in the source's own memory,
-/// and GLib reads it afresh before every `poll()`.
+/// The hand-written fd source the libdbus bridge used before GLib's own fd
+/// sources replaced it, kept here only so that `--poll pollsource` can count
+/// it against them in the same run (bench/callgrind-libcompare.sh).
 ///
-/// libdbus enables a connection's write watch for every message it queues and
-/// disables it again as soon as the message is written, usually within the
-/// same call. Creating and destroying a `GSource` for each of those toggles
-/// (as `g_unix_fd_source_new` would need) costs two allocations and two writes
-/// to the context's wake-up descriptor per message, and an extra `poll()`;
-/// flipping a field costs nothing.
-///
-/// ```swift
-/// let source = loop.pollSource(fd, condition: G_IO_IN) { fired in handle(fired); return true }
-/// source.update(enabled: false, condition: G_IO_IN)   // no GLib call on the loop's thread
-/// ```
-public final class PollSource {
+/// The `GPollFD` it polls lives in the source's own memory, so switching the
+/// watch on and off rewrites a field instead of making and destroying a
+/// source; it may recurse, so GLib does not take its descriptor out of the
+/// poll set around each dispatch, and blocks itself only when a loop nests
+/// inside its action.
+final class RetiredPollSource {
     private let source: UnsafeMutablePointer<GSource>
     private let context: OpaquePointer
     private let fileDescriptor: Int32
@@ -65,10 +60,10 @@ public final class PollSource {
         var table = GSourceFuncs()
         table.prepare = { source, timeout in
             timeout?.pointee = -1
-            let handoff = PollSource.handoff(of: source!)
+            let handoff = RetiredPollSource.handoff(of: source!)
             // GLib reads the record after every source has prepared (query).
             if let change = handoff.take() {
-                PollSource.pollRecord(of: source!).pointee = change
+                RetiredPollSource.pollRecord(of: source!).pointee = change
             }
             // A nested loop, run from inside the action (an app's modal
             // dialog, say): the descriptor must not wake it while the action
@@ -77,40 +72,41 @@ public final class PollSource {
             // puts it back.
             if handoff.isDispatching && !handoff.isSetAside {
                 handoff.isSetAside = true
-                g_source_remove_poll(source, PollSource.pollRecord(of: source!))
+                g_source_remove_poll(source, RetiredPollSource.pollRecord(of: source!))
             }
             return CGLIB_FALSE
         }
         table.check = { source in
-            guard !PollSource.handoff(of: source!).isDispatching else { return CGLIB_FALSE }
-            let record = PollSource.pollRecord(of: source!).pointee
+            guard !RetiredPollSource.handoff(of: source!).isDispatching else { return CGLIB_FALSE }
+            let record = RetiredPollSource.pollRecord(of: source!).pointee
             // A disabled record asks for nothing, but poll() still reports errors and hang-ups on it.
             guard record.events != 0 else { return CGLIB_FALSE }
             let wanted = UInt16(record.events) | UInt16(G_IO_ERR.rawValue | G_IO_HUP.rawValue | G_IO_NVAL.rawValue)
             return (record.revents & wanted) != 0 ? CGLIB_TRUE : CGLIB_FALSE
         }
         table.dispatch = { source, _, userData in
-            let record = PollSource.pollRecord(of: source!).pointee
-            let box = Unmanaged<FDCallbackBox>.fromOpaque(userData!).takeUnretainedValue()
-            let handoff = PollSource.handoff(of: source!)
+            let record = RetiredPollSource.pollRecord(of: source!).pointee
+            let box = Unmanaged<ActionBox>.fromOpaque(userData!).takeUnretainedValue()
+            let handoff = RetiredPollSource.handoff(of: source!)
             handoff.isDispatching = true
             let keep = box.action(GIOCondition(rawValue: UInt32(record.revents)))
             handoff.isDispatching = false
             if handoff.isSetAside {
                 handoff.isSetAside = false
-                if g_source_is_destroyed(source) == 0 { g_source_add_poll(source, PollSource.pollRecord(of: source!)) }
+                if g_source_is_destroyed(source) == 0 { g_source_add_poll(source, RetiredPollSource.pollRecord(of: source!)) }
             }
             return keep ? CGLIB_SOURCE_CONTINUE : CGLIB_SOURCE_REMOVE
         }
         table.finalize = { source in
-            Unmanaged<Handoff>.fromOpaque(PollSource.handoffSlot(of: source!).pointee).release()
+            Unmanaged<Handoff>.fromOpaque(RetiredPollSource.handoffSlot(of: source!).pointee).release()
         }
         functions.initialize(to: table)
         return functions
     }()
 
-    init(fileDescriptor: Int32, condition: GIOCondition, enabled: Bool, context: OpaquePointer,
+    init(fileDescriptor: Int32, condition: GIOCondition, enabled: Bool = true, loop: MainLoop,
          action: @escaping (GIOCondition) -> Bool) {
+        let context = loop.context
         let size = MemoryLayout<GSource>.stride + MemoryLayout<GPollFD>.stride + MemoryLayout<UnsafeMutableRawPointer>.stride
         source = g_source_new(Self.functions, guint(size))
         Self.handoffSlot(of: source).initialize(to: Unmanaged.passRetained(Handoff()).toOpaque())
@@ -119,10 +115,10 @@ public final class PollSource {
         let record = Self.pollRecord(of: source)
         record.initialize(to: Self.record(fileDescriptor, enabled: enabled, condition: condition))
         g_source_add_poll(source, record)
-        let box = Unmanaged.passRetained(FDCallbackBox(action)).toOpaque()
+        let box = Unmanaged.passRetained(ActionBox(action)).toOpaque()
         // GLib only hands the function and data back to `dispatch`, which uses the data alone.
         g_source_set_callback(source, { _ in CGLIB_SOURCE_CONTINUE }, box) { raw in
-            if let raw { Unmanaged<FDCallbackBox>.fromOpaque(raw).release() }
+            if let raw { Unmanaged<ActionBox>.fromOpaque(raw).release() }
         }
         // GLib otherwise "blocks" a source while it dispatches: it removes the
         // descriptor from the poll set and adds it back, writing the context's
@@ -141,7 +137,7 @@ public final class PollSource {
     /// reads it before its next `poll()`). Any other thread hands the change
     /// to the loop's thread, which applies it before its next `poll()`, and
     /// wakes a `poll()` in progress so the change is not missed.
-    public func update(enabled: Bool, condition: GIOCondition) {
+    func update(enabled: Bool, condition: GIOCondition) {
         guard isPolled else { return }
         let wanted = Self.record(fileDescriptor, enabled: enabled, condition: condition)
         let handoff = Self.handoff(of: source)
@@ -169,7 +165,7 @@ public final class PollSource {
     }
 
     /// Stops the source; its action never runs again.
-    public func cancel() {
+    func cancel() {
         if g_source_is_destroyed(source) == 0 { g_source_destroy(source) }
         isPolled = false
     }
@@ -180,14 +176,7 @@ public final class PollSource {
     }
 }
 
-extension MainLoop {
-    /// Calls `action` with the condition that fired whenever `fd` has one of
-    /// `condition` while enabled; return false to stop. See ``PollSource``.
-    public func pollSource(_ fd: Int32, condition: GIOCondition, enabled: Bool = true,
-                           _ action: @escaping (GIOCondition) -> Bool) -> PollSource {
-        PollSource(fileDescriptor: fd, condition: condition, enabled: enabled, context: context, action: action)
-    }
-
-    /// Whether the calling thread is the one running (owning) this loop's context.
-    public var isOwnedByCurrentThread: Bool { g_main_context_is_owner(context) != 0 }
+private final class ActionBox {
+    let action: (GIOCondition) -> Bool
+    init(_ action: @escaping (GIOCondition) -> Bool) { self.action = action }
 }
