@@ -86,7 +86,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["DBusKit", "TypedValues"], path: "Tests/TestSupport", exclude: ["README.md"]),
         .testTarget(name: "UserActivityCoreTests", dependencies: ["UserActivityCore", "TypedValues", "GLibSupport"]),
         .testTarget(name: "ActivityStoreTests", dependencies: ["ActivityStore", "TypedValues"]),
-        .testTarget(name: "GLibSupportTests", dependencies: ["GLibSupport", "DBusKit", "TestSupport"]),
+        .testTarget(name: "GLibSupportTests", dependencies: ["GLibSupport", "CGLib", "DBusKit", "TestSupport"]),
         .testTarget(name: "DBusDispatchTests", dependencies: [
             "UserActivityService", "UserActivityInterfaces", "DBusKit", "GLibSupport", "TestSupport", "TypedValues",
         ]),
