@@ -556,9 +556,7 @@ public final class ActivityStore: Sendable {
     /// page of it, a page more to write (and at 100 000 entries often to
     /// read first) on every commit. The random part keeps ids unique.
     static func newSavedID(now: Int64) -> String {
-        var generator = SystemRandomNumberGenerator()
-        let random: UInt64 = generator.next()
-        let moreRandom: UInt64 = generator.next()
+        let (random, moreRandom) = randomBits()
         let time = UInt64(bitPattern: now) & (1 << 52 - 1)
         let digits = Array("0123456789abcdef".utf8)
         var bytes: [UInt8] = []
@@ -567,6 +565,21 @@ public final class ActivityStore: Sendable {
         for shift in stride(from: 60, through: 0, by: -4) { bytes.append(digits[Int((random >> UInt64(shift)) & 0xF)]) }
         for shift in stride(from: 8, through: 0, by: -4) { bytes.append(digits[Int((moreRandom >> UInt64(shift)) & 0xF)]) }
         return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// 128 random bits from one `getrandom` call: the standard library's
+    /// generator makes one system call per 64 bits, and a Donate's CPU is
+    /// counted in system calls. Should the call fail or come back short
+    /// (it does neither for 16 bytes once the kernel's pool is ready), the
+    /// standard library's generator gives the bits instead.
+    private static func randomBits() -> (UInt64, UInt64) {
+        var words: (UInt64, UInt64) = (0, 0)
+        let filled = withUnsafeMutableBytes(of: &words) { buffer in
+            activitystore_random_bytes(buffer.baseAddress, buffer.count) == 1
+        }
+        if filled { return words }
+        var generator = SystemRandomNumberGenerator()
+        return (generator.next(), generator.next())
     }
 
     // MARK: - Reading

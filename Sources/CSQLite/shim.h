@@ -20,3 +20,16 @@ static inline void activitystore_release_free_memory(void) { malloc_trim(0); }
 #else
 static inline void activitystore_release_free_memory(void) {}
 #endif
+
+// getrandom is in <sys/random.h>, which Swift's Glibc module does not export
+// either: one call fills a saved ID's random bits where the standard
+// library's generator makes one system call per 64 bits. 1 when `length`
+// bytes were filled.
+#if defined(__linux__)
+#include <sys/random.h>
+static inline int activitystore_random_bytes(void *buffer, size_t length) {
+    return getrandom(buffer, length, 0) == (ssize_t)length;
+}
+#else
+static inline int activitystore_random_bytes(void *buffer, size_t length) { (void)buffer; (void)length; return 0; }
+#endif

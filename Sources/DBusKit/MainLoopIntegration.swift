@@ -150,6 +150,14 @@ extension Connection {
         }
     }
 
+    /// Whether messages already read from the socket wait to be dispatched.
+    /// From inside a handler, these are the calls behind the one being
+    /// handled (it has left the queue); messages still in the socket are
+    /// not counted.
+    public var hasQueuedMessages: Bool {
+        dbus_connection_get_dispatch_status(pointer) == DBUS_DISPATCH_DATA_REMAINS
+    }
+
     /// Dispatches queued messages until none remain (from the main loop, outside libdbus callbacks).
     public func dispatchPending() {
         dbus_connection_ref(pointer)

@@ -16,6 +16,13 @@ final class SavedActivities {
     /// Asks the main loop to run the given write once it has read every call
     /// waiting on the bus (an idle source); nil: donations are written at once.
     var scheduleWrite: ((@escaping () -> Void) -> Void)?
+    /// Drops the write `scheduleWrite` asked for: the donations were written sooner.
+    var cancelScheduledWrite: (() -> Void)?
+    /// Whether calls already read wait behind the one being handled. When
+    /// none does, a donation is written in the same dispatch: waiting for
+    /// the loop to be idle would group it with nothing and cost one more
+    /// pass of the loop.
+    var callsAreQueued: () -> Bool = { true }
     /// Donations accepted but not yet written, with the answer each waits for.
     private var pendingDonations: [(save: ActivityStore.GroupedSave, done: (Result<String, UserActivityError>) -> Void)] = []
     private var isWriteScheduled = false
@@ -121,7 +128,8 @@ final class SavedActivities {
     ///
     /// Donations that arrive together are written in one transaction
     /// (``ActivityStore/saveGroup(_:)``), once the daemon has read every call
-    /// waiting; a commit costs more than the save it makes durable. The
+    /// waiting; a commit costs more than the save it makes durable. A
+    /// donation with no call queued behind it is written at once. The
     /// caller answers in `completion`, so an acknowledged donation is
     /// always committed.
     func donate(type: String, app: String, properties: ActivityProperties, now: Int64,
@@ -130,20 +138,21 @@ final class SavedActivities {
         let save = ActivityStore.GroupedSave(record: Self.record(type: type, app: app, properties: properties), now: now,
                                              keepingPerApp: Int(privacy.settings.maxSavedPerApplication))
         pendingDonations.append((save, completion))
-        guard let scheduleWrite, pendingDonations.count < Self.maximumPendingDonations else {
+        guard let scheduleWrite, pendingDonations.count < Self.maximumPendingDonations, callsAreQueued() else {
             return writePendingDonations()
         }
         if !isWriteScheduled {
             isWriteScheduled = true
-            scheduleWrite { [weak self] in
-                self?.isWriteScheduled = false
-                self?.writePendingDonations()
-            }
+            scheduleWrite { [weak self] in self?.writePendingDonations() }
         }
     }
 
     /// Writes the waiting donations in one transaction and answers each.
     func writePendingDonations() {
+        if isWriteScheduled {
+            isWriteScheduled = false
+            cancelScheduledWrite?()
+        }
         guard !pendingDonations.isEmpty else { return }
         let waiting = pendingDonations
         pendingDonations = []

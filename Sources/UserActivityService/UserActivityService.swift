@@ -156,8 +156,8 @@ public final class UserActivityService {
                                      catalog: catalog, saved: saved)
         self.context = context
         self.continuation = ContinuationService(context: context)
-        // Donations wait for the loop to have read every call queued on the bus, then share one commit;
-        // at most a few milliseconds, should other callers keep the bus busy all that time.
+        // Donations with calls queued behind them wait for the loop to have read every call queued on the bus,
+        // then share one commit; at most a few milliseconds, should other callers keep the bus busy all that time.
         saved.scheduleWrite = { [unowned self] write in
             let run = { [unowned self] in
                 donationWrite = nil
@@ -166,6 +166,12 @@ public final class UserActivityService {
             donationWrite = (scheduler.whenIdle(run),
                              scheduler.after(milliseconds: SavedActivities.longestDonationWaitMilliseconds, run))
         }
+        saved.cancelScheduledWrite = { [unowned self] in
+            donationWrite?.whenIdle.cancel()
+            donationWrite?.deadline.cancel()
+            donationWrite = nil
+        }
+        saved.callsAreQueued = { [unowned self] in bus.hasQueuedMessages }
         for warning in catalog.warnings { log.warning("\(warning)") }
     }
 

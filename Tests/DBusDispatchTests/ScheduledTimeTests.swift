@@ -37,30 +37,78 @@ import TypedValues
         #expect(try client.property(path, activityInterface, "Title") == .string("Short-lived"))
     }
 
-    @Test("A donation is answered once its batch is written: at the batching deadline when the loop stays busy")
+    private func donation(title: String) throws -> Message {
+        let donate = Message.methodCall(destination: "org.example.UserActivity", path: managerPath,
+                                        interface: managerInterface, member: "Donate")
+        try donate.append([.string(Self.editType), .stringVariantDictionary([Self.claimEditor, ("title", .string(title))])])
+        return donate
+    }
+
+    @Test("A donation with no call queued behind it is written and answered at once, on no idle work or timer")
+    func loneDonationIsWrittenAtOnce() throws {
+        let scheduler = ManualScheduler(now: Self.start)
+        let harness = try ServiceHarness(scheduler: scheduler)
+        let client = try harness.client()
+        // The service's own timers (the hourly retention check).
+        let quiet = harness.onLoop { scheduler.pendingCount }
+        final class Answer: @unchecked Sendable { var result: Result<Message, DBusFailure>? }
+        let answer = Answer()
+        client.callAsync(try donation(title: "Alone"), timeoutMilliseconds: 30_000) { answer.result = $0 }
+        // The service's time stands still: only a write in the same dispatch can answer.
+        let deadline = Date().addingTimeInterval(30)
+        while answer.result == nil, Date() < deadline { _ = client.readWriteDispatch(timeoutMilliseconds: 200) }
+        let savedID = try #require(answer.result).get().arguments().first?.stringValue ?? ""
+        #expect(savedID.count == 32)
+        #expect(harness.onLoop { scheduler.pendingCount } == quiet, "the donation left idle work or a timer behind")
+    }
+
+    @Test("A donation with a call queued behind it waits for its batch: at the batching deadline when the loop stays busy")
     func donationWaitsForItsBatch() throws {
         let scheduler = ManualScheduler(now: Self.start)
         let harness = try ServiceHarness(scheduler: scheduler)
         let client = try harness.client()
-        let donate = Message.methodCall(destination: "org.example.UserActivity", path: managerPath,
-                                        interface: managerInterface, member: "Donate")
-        try donate.append([.string(Self.editType), .stringVariantDictionary([Self.claimEditor, ("title", .string("Batched"))])])
-        final class Answer: @unchecked Sendable { var result: Result<Message, DBusFailure>? }
-        let answer = Answer()
-        // The service's own timers (the hourly retention check) wait too.
         let quiet = harness.onLoop { scheduler.pendingCount }
-        client.callAsync(donate, timeoutMilliseconds: 30_000) { answer.result = $0 }
-        client.flush()
+        final class Answers: @unchecked Sendable {
+            var donation: Result<Message, DBusFailure>?
+            var version: Result<Message, DBusFailure>?
+        }
+        let answers = Answers()
+        func version() throws -> Message {
+            let get = Message.methodCall(destination: "org.example.UserActivity", path: managerPath,
+                                         interface: "org.freedesktop.DBus.Properties", member: "Get")
+            try get.append([.string(managerInterface), .string("Version")])
+            return get
+        }
+        // The service learns who the caller is on its first call (asking the
+        // bus); that call over, a Donate is handled as soon as it is read.
+        _ = try client.call(try version(), timeoutMilliseconds: 30_000)
+
+        // The service's loop is held while both calls reach its socket, so
+        // that it reads them together and finds the Get queued behind the Donate.
+        let held = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        Thread.detachNewThread { harness.onLoop { held.signal(); release.wait() } }
+        held.wait()
+        client.callAsync(try donation(title: "Batched"), timeoutMilliseconds: 30_000) { answers.donation = $0 }
+        client.callAsync(try version(), timeoutMilliseconds: 30_000) { answers.version = $0 }
+        // The bus handles one sender's messages in order: once it answers
+        // this, it has passed both calls on to the service.
+        _ = try client.call(Message.methodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                               interface: "org.freedesktop.DBus", member: "GetId"),
+                            timeoutMilliseconds: 30_000)
+        release.signal()
+
+        let deadline = Date().addingTimeInterval(30)
+        while answers.version == nil, Date() < deadline { _ = client.readWriteDispatch(timeoutMilliseconds: 200) }
+        _ = try #require(answers.version).get()
         // The write waits for both the idle work and the deadline timer.
-        #expect(waitUntil(timeout: 30) { harness.onLoop { scheduler.pendingCount } == quiet + 2 })
+        #expect(harness.onLoop { scheduler.pendingCount } == quiet + 2)
         _ = client.readWriteDispatch(timeoutMilliseconds: 0)
-        #expect(answer.result == nil, "answered before the batch was written")
+        #expect(answers.donation == nil, "answered before the batch was written")
 
         harness.advance(byMilliseconds: 5)
         #expect(harness.onLoop { scheduler.pendingCount } == quiet, "the write cancelled the idle work it made unnecessary")
-        let deadline = Date().addingTimeInterval(30)
-        while answer.result == nil, Date() < deadline { _ = client.readWriteDispatch(timeoutMilliseconds: 200) }
-        let savedID = try #require(answer.result).get().arguments().first?.stringValue ?? ""
+        while answers.donation == nil, Date() < deadline { _ = client.readWriteDispatch(timeoutMilliseconds: 200) }
+        let savedID = try #require(answers.donation).get().arguments().first?.stringValue ?? ""
         #expect(savedID.count == 32)
     }
 
