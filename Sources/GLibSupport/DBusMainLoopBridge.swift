@@ -53,15 +53,18 @@ public final class DBusMainLoopBridge: MainLoopIntegration {
         watch.attachment = nil
     }
 
-    /// libdbus enables the write watch for each message it queues and
-    /// disables it once the message is written; a source per enabled spell
-    /// keeps the watch a plain GLib fd source, which GLib blocks while it
-    /// dispatches, so a loop nested in a handler does not poll it.
+    /// A source per enabled spell of the watch. It may recurse: a loop
+    /// nested in a message handler (an app's modal dialog on the same
+    /// context) lets libdbus read and write, and `handle` does not dispatch
+    /// from inside a dispatch, so what arrives waits for the handler to
+    /// return. Blocking the source instead would cost GLib two wake-ups of
+    /// its own loop per message read (see `MainLoop.onFileDescriptor`).
     public func toggled(_ watch: Watch) {
         remove(watch)
         guard watch.isEnabled else { return }
         // The source holds the watch unowned: libdbus removes the watch (and so the source) before freeing it.
-        watch.attachment = loop.onFileDescriptor(watch.fileDescriptor, condition: Self.condition(of: watch)) {
+        watch.attachment = loop.onFileDescriptor(watch.fileDescriptor, condition: Self.condition(of: watch),
+                                                 mayRecurse: true) {
             [unowned self, unowned watch] fired in
             handle(watch, fired)
             return true

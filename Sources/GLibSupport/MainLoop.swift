@@ -91,10 +91,17 @@ public final class MainLoop {
     }
 
     /// Calls `action` when `fd` has one of `condition` (G_IO_IN etc.); return false to stop.
+    ///
+    /// With `mayRecurse`, a loop nested inside `action` may call it again
+    /// (`g_source_set_can_recurse`). GLib otherwise blocks the source while
+    /// `action` runs, and blocking and unblocking it each wake the loop (an
+    /// `eventfd` write, even from the loop's own thread): two writes, a read
+    /// and one more `poll` each time the descriptor fires.
     @discardableResult
-    public func onFileDescriptor(_ fd: Int32, condition: GIOCondition,
+    public func onFileDescriptor(_ fd: Int32, condition: GIOCondition, mayRecurse: Bool = false,
                                  _ action: @escaping (GIOCondition) -> Bool) -> GLibSource {
         let source = g_unix_fd_source_new(fd, condition)!
+        if mayRecurse { g_source_set_can_recurse(source, CGLIB_TRUE) }
         let box = Unmanaged.passRetained(FDCallbackBox(action)).toOpaque()
         let callback: GUnixFDSourceFunc = { _, condition, data in
             Unmanaged<FDCallbackBox>.fromOpaque(data!).takeUnretainedValue().action(condition)
