@@ -805,7 +805,7 @@ public final class ActivityStore: Sendable {
                   ORDER BY last_used DESC
                   """
                 : """
-                  SELECT id, use_count, last_used, use_hours FROM entries INDEXED BY entries_for_prediction_by_app
+                  SELECT id, use_count, last_used, use_hours FROM entries INDEXED BY entries_by_app
                   WHERE eligible_prediction = 1 AND app_id = ?2 AND (expiration = 0 OR expiration > ?1)
                   ORDER BY last_used DESC
                   """

@@ -28,28 +28,49 @@ public enum GLibURI {
         defer { g_uri_unref(uri) }
         guard let schemePointer = g_uri_get_scheme(uri) else { return false }
         guard webOnly else { return true }
-        let scheme = String(cString: schemePointer).lowercased()
-        guard scheme == "http" || scheme == "https" else { return false }
-        guard let hostPointer = g_uri_get_host(uri) else { return false }
-        return isHostName(String(cString: hostPointer))
+        // Read in place: both parts are checked on every Donate with a URL,
+        // and copying them into Strings (and the labels into substrings)
+        // cost more than GLib's parse.
+        guard isHTTPScheme(bytes(schemePointer)), let hostPointer = g_uri_get_host(uri) else { return false }
+        return isHostName(bytes(hostPointer))
+    }
+
+    /// `http` or `https`, in any case.
+    private static func isHTTPScheme(_ scheme: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard scheme.count == 4 || (scheme.count == 5 && scheme[4] | 0x20 == UInt8(ascii: "s")) else { return false }
+        return scheme[0] | 0x20 == UInt8(ascii: "h") && scheme[1] | 0x20 == UInt8(ascii: "t")
+            && scheme[2] | 0x20 == UInt8(ascii: "t") && scheme[3] | 0x20 == UInt8(ascii: "p")
     }
 
     /// An IPv6 literal (GLib drops the brackets), else dot-separated labels
     /// of `[A-Za-z0-9_-]`, none empty (one trailing dot allowed).
-    static func isHostName(_ host: String) -> Bool {
-        let bytes = Array(host.utf8)
-        guard !bytes.isEmpty, bytes.count <= 253 + 1 else { return false }
-        if bytes.contains(UInt8(ascii: ":")) {
-            return bytes.allSatisfy { isHexDigit($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") }
+    static func isHostName(_ host: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard !host.isEmpty, host.count <= 253 + 1 else { return false }
+        if host.contains(UInt8(ascii: ":")) {
+            return host.allSatisfy { isHexDigit($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") }
         }
-        var labels = host.split(separator: ".", omittingEmptySubsequences: false)
-        if labels.count > 1, labels.last?.isEmpty == true { labels.removeLast() }
-        return labels.allSatisfy { label in
-            !label.isEmpty && label.utf8.count <= 63 && label.utf8.allSatisfy { byte in
-                (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A)
-                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+        var labelLength = 0
+        for byte in host {
+            if byte == UInt8(ascii: ".") {
+                // An empty label, unless it is the root after the last dot.
+                guard labelLength > 0 else { return false }
+                labelLength = 0
+            } else if (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A)
+                        || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") {
+                labelLength += 1
+                guard labelLength <= 63 else { return false }
+            } else {
+                return false
             }
         }
+        return true
+    }
+
+    private static func bytes(_ pointer: UnsafePointer<CChar>) -> UnsafeBufferPointer<UInt8> {
+        let start = UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self)
+        var count = 0
+        while start[count] != 0 { count += 1 }
+        return UnsafeBufferPointer(start: start, count: count)
     }
 
     private static func isHexDigit(_ byte: UInt8) -> Bool {

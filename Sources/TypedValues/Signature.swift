@@ -97,6 +97,19 @@ extension TypedValue {
     /// The size of this value marshalled alone at the start of a message body.
     public var marshalledSize: Int { marshalledEnd(startingAt: 0) }
 
+    /// The ``marshalledSize`` of `.stringVariantDictionary(entries)`, counted
+    /// without building that value: activities keep their user-info as a list
+    /// of pairs, and its size is checked on every Donate.
+    public static func stringVariantDictionarySize(_ entries: [(key: String, value: TypedValue)]) -> Int {
+        func align(_ n: Int, _ a: Int) -> Int { (n + a - 1) / a * a }
+        var position = 8
+        for (key, value) in entries {
+            position = align(align(position, 8), 4) + 4 + key.utf8.count + 1
+            position = value.marshalledEnd(startingAt: position + 1 + value.signatureLength + 1)
+        }
+        return position
+    }
+
     /// By the first byte: `Character` would run grapheme breaking for every array.
     static func alignment(ofType signature: String) -> Int {
         alignment(ofTypeCode: signature.utf8.first)

@@ -53,6 +53,9 @@ public enum TypedValueCodec {
     /// Encodes `value`; throws only when it nests deeper than ``maximumDepth``.
     public static func encode(_ value: TypedValue) throws(CodecError) -> [UInt8] {
         var writer = Writer()
+        // A saved activity's properties are a few hundred bytes: growing from
+        // empty reallocated and copied the buffer about ten times per Donate.
+        writer.bytes.reserveCapacity(1024)
         writer.bytes.append(formatVersion)
         try writer.write(value, depth: 0)
         return writer.bytes

@@ -175,10 +175,8 @@ public struct ActivityProperties: Sendable, Equatable {
             + targetContentIdentifier.utf8.count + persistentIdentifier.utf8.count + suggestedInvocationPhrase.utf8.count
         for word in keywords { total += word.utf8.count }
         for key in requiredUserInfoKeys { total += key.utf8.count }
-        if !userInfo.isEmpty { total += TypedValue.stringVariantDictionary(userInfo.map { ($0.key, $0.value) }).marshalledSize }
-        if !contentAttributes.isEmpty {
-            total += TypedValue.stringVariantDictionary(contentAttributes.map { ($0.key, $0.value) }).marshalledSize
-        }
+        if !userInfo.isEmpty { total += TypedValue.stringVariantDictionarySize(userInfo) }
+        if !contentAttributes.isEmpty { total += TypedValue.stringVariantDictionarySize(contentAttributes) }
         return total
     }
 

@@ -47,6 +47,8 @@ final class SavedActivities {
         privacy.beforeChange = { [unowned self] in writePendingDonations() }
     }
 
+    private static let savedFields = ActivityField.allCases.filter { $0.key != nil && $0 != .activityType && $0 != .appID }
+
     /// The `a{sv}` a saved copy keeps: every property that differs from its
     /// default (saved copies are rebuilt onto the defaults, so this is
     /// lossless and keeps a 100k-entry store small), user-info trimmed to the
@@ -54,8 +56,7 @@ final class SavedActivities {
     static func savedProperties(_ properties: ActivityProperties) -> TypedValue {
         var trimmed = properties
         trimmed.userInfo = properties.savedUserInfo
-        let fields = ActivityField.allCases.filter { $0.key != nil && $0 != .activityType && $0 != .appID }
-        return .stringVariantDictionary(fields.compactMap { field in
+        return .stringVariantDictionary(savedFields.compactMap { field in
             trimmed.hasDefaultValue(field) ? nil : (field.key!, trimmed.value(of: field))
         })
     }

@@ -238,17 +238,7 @@ import Testing
         do {
             let db = try SQLiteConnection(path: directory.path + "/" + ActivityStore.fileName)
             try db.execute(Schema.version1 + Schema.version2)
-            try db.withStatement("""
-                INSERT INTO entries (id, saved_id, app_id, activity_type, persistent_id, title, content_description,
-                    keywords, keyword_list, webpage_url, eligible_search, eligible_prediction, expiration, phrase,
-                    properties, use_count, last_used, created, use_hours)
-                VALUES (1, 'saved1', 'com.example.A', 'com.example.A.edit', 'p1', 'Old garden plan', '', '', ?1,
-                        '', 1, 1, 0, '', ?2, 1, \(baseTime), \(baseTime), x'')
-                """) { statement throws(StoreError) in
-                try statement.bind(1, try! TypedValueCodec.encode(.stringArray([])))
-                try statement.bind(2, try! TypedValueCodec.encode(.stringVariantDictionary([])))
-                try statement.run()
-            }
+            try insertEntryOfAnOlderSchema(db, savedID: "saved1", persistentID: "p1", title: "Old garden plan", lastUsed: baseTime)
             try db.execute("PRAGMA user_version = 2")
         }
         let store = try ActivityStore(directory: directory.path, hourOfDay: ActivityStore.utcHour)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-import ActivityStore
+@testable import ActivityStore
 import Foundation
 import Testing
 import TypedValues
@@ -89,5 +89,49 @@ import TypedValues
         for (hit, want) in zip(hits, bruteForce) {
             #expect(abs(hit.score - want.value) < 1e-9 * want.value)
         }
+    }
+}
+
+/// One app's suggestions walk `entries_by_app` (schema version 5), which also
+/// holds the app's ineligible entries: those must be skipped, not counted.
+@Suite struct AppSuggestionIndexTests {
+    @Test func anAppsIneligibleEntriesAreSkippedWhereverTheyAreInTheWalk() throws {
+        let store = try ActivityStore.inMemory()
+        for n in 0..<30 {
+            try store.save(record(app: "com.example.A", id: "\(n)", prediction: n % 3 == 0), at: baseTime + Int64(n))
+        }
+        try store.save(record(app: "com.example.B", id: "other"), at: baseTime + 100)
+        let hits = try store.suggestions(limit: 200, appID: "com.example.A", now: baseTime + 100)
+        #expect(hits.map(\.activity.record.persistentIdentifier) == stride(from: 27, through: 0, by: -3).map { "\($0)" })
+        #expect(try store.suggestions(limit: 200, appID: "com.example.B", now: baseTime + 100).count == 1)
+    }
+
+    @Test func aVersion4DatabaseLosesTheRedundantIndexAndKeepsItsEntries() throws {
+        let directory = try TemporaryDirectory()
+        do {
+            let db = try SQLiteConnection(path: directory.path + "/" + ActivityStore.fileName)
+            try db.execute(Schema.version1 + Schema.version2 + Schema.version3 + Schema.version4)
+            try insertEntryOfAnOlderSchema(db, savedID: "saved-old", persistentID: "old", title: "Old plan", lastUsed: baseTime - 10)
+            try db.execute("PRAGMA user_version = 4")
+        }
+        let before = try ActivityStore(directory: directory.path, hourOfDay: ActivityStore.utcHour)
+        #expect(try before.info().userVersion == ActivityStore.schemaVersion)
+        try before.save(record(app: "com.example.A", id: "kept", title: "Kept"), at: baseTime)
+        try before.save(record(app: "com.example.A", id: "search-only", prediction: false), at: baseTime + 1)
+
+        let db = try SQLiteConnection(path: directory.path + "/" + ActivityStore.fileName)
+        let indexes = try db.withStatement(
+            "SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'entries' AND sql IS NOT NULL ORDER BY name"
+        ) { statement throws(StoreError) in
+            var names: [String] = []
+            while try statement.step() { names.append(statement.text(0)) }
+            return names
+        }
+        #expect(!indexes.contains("entries_for_prediction_by_app"))
+        #expect(indexes.contains("entries_by_app") && indexes.contains("entries_for_prediction"))
+        let reopened = try ActivityStore(directory: directory.path, hourOfDay: ActivityStore.utcHour)
+        #expect(try reopened.suggestions(limit: 0, appID: "com.example.A", now: baseTime + 2)
+            .map(\.activity.record.persistentIdentifier) == ["kept", "old"])
+        #expect(try reopened.count() == 3)
     }
 }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-import ActivityStore
+@testable import ActivityStore
 import Foundation
 import TypedValues
 
@@ -36,4 +36,24 @@ func record(app: String = "com.example.Editor", type: String? = nil, id: String 
         eligibleForSearch: search, eligibleForPrediction: prediction, expirationDate: expiration,
         suggestedInvocationPhrase: phrase,
         properties: properties ?? .stringVariantDictionary([("title", .string(title))]))
+}
+
+/// One prediction- and search-eligible entry of `com.example.A`, written with
+/// SQL as an older build's schema holds it, for the migration tests.
+func insertEntryOfAnOlderSchema(_ db: SQLiteConnection, savedID: String, persistentID: String, title: String,
+                                lastUsed: Int64) throws(StoreError) {
+    try db.withStatement("""
+        INSERT INTO entries (saved_id, app_id, activity_type, persistent_id, title, content_description,
+            keywords, keyword_list, webpage_url, eligible_search, eligible_prediction, expiration, phrase,
+            properties, use_count, last_used, created, use_hours)
+        VALUES (?1, 'com.example.A', 'com.example.A.edit', ?2, ?3, '', '', ?4, '', 1, 1, 0, '', ?5, 1, ?6, ?6, x'')
+        """) { statement throws(StoreError) in
+        try statement.bind(1, savedID)
+        try statement.bind(2, persistentID)
+        try statement.bind(3, title)
+        try statement.bind(4, try! TypedValueCodec.encode(.stringArray([])))
+        try statement.bind(5, try! TypedValueCodec.encode(.stringVariantDictionary([])))
+        try statement.bind(6, lastUsed)
+        try statement.run()
+    }
 }

@@ -139,7 +139,8 @@ struct ParserPropertyTests {
     }
 
     /// The spec defines user-info's size as libdbus's marshalled length; the
-    /// daemon computes it without libdbus (`marshalledSize`). They must agree
+    /// daemon computes it without libdbus (`marshalledSize`, and
+    /// `stringVariantDictionarySize` for a list of pairs). They must agree
     /// for every value, or the 64 KiB limit is off.
     @Test("marshalledSize equals the length libdbus marshals, for random values")
     func marshalledSizeMatchesLibdbus() throws {
@@ -147,12 +148,16 @@ struct ParserPropertyTests {
         var mismatches = 0
         for i in 0..<Self.iterations(3000) {
             var input = FuzzInput(seed: UInt64(i) &+ 77)
-            let value: TypedValue = i % 2 == 0
-                ? .stringVariantDictionary((0..<input.int(0...4)).map { ("k\($0)", values.value(&input)) })
-                : values.value(&input)
+            let entries: [(key: String, value: TypedValue)]? = i % 2 == 0
+                ? (0..<input.int(0...4)).map { ("k\($0)", values.value(&input)) } : nil
+            let value: TypedValue = entries.map { .stringVariantDictionary($0.map { ($0.key, $0.value) }) } ?? values.value(&input)
             let message = Message.methodCall(destination: nil, path: "/", interface: "x.y", member: "Z")
             try message.append([value])
             let libdbus = try message.marshalledBodyLength()
+            if let entries, TypedValue.stringVariantDictionarySize(entries) != libdbus {
+                mismatches += 1
+                Issue.record("\(value.signature): libdbus marshals \(libdbus) bytes, stringVariantDictionarySize says \(TypedValue.stringVariantDictionarySize(entries))")
+            }
             if libdbus != value.marshalledSize {
                 mismatches += 1
                 Issue.record("\(value.signature): libdbus marshals \(libdbus) bytes, marshalledSize says \(value.marshalledSize)")

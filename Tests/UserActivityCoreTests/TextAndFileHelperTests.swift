@@ -98,6 +98,7 @@ struct GLibURITests {
         ("https://[::1]/", true), ("https://example.com.", true), ("https://my_host.local/", true),
         ("mailto:someone@example.com", false), ("file:///home/u/doc.odt", false),
         ("x-app+v1.2:open", false), ("https://例え.jp/", true), ("https://192.0.2.1:8443/a", true),
+        ("hTTpS://a-b.c_d.e/", true), ("https://\(String(repeating: "a", count: 63)).example/", true),
     ])
     func accepted(url: String, webOnly: Bool) {
         #expect(GLibURI.isValid(url, webOnly: webOnly))
@@ -108,6 +109,9 @@ struct GLibURITests {
         // A host GLib parses but no resolver would: backslashes, spaces, other punctuation.
         ("https://\\\\evil/", true), ("https://\\evil/", true), ("https://ev\\il.com/", true), ("http://a%20b/", true),
         ("https://exa<mple.com/", true), ("https://a..b/", true),
+        ("https://./", true), ("https://.example.com/", true), ("https://example.com../", true),
+        ("https://\(String(repeating: "a", count: 64)).example/", true), ("httpss://example.com/", true),
+        ("htt://example.com/", true),
         // No host at all.
         ("https://", true), ("https:///path", true), ("https://:443/", true), ("https://user@/path", true),
         ("https://@/", true), ("https:example.com", true), ("https:/example.com", true),
