@@ -54,6 +54,9 @@ final class PeerLink {
     private var partlyWritten: (bytes: [UInt8], written: Int, isData: Bool)?
     /// Inside the write loop: a frame queued from a callback it runs waits for the loop.
     private var isWriting = false
+    /// Frames queued before the handshake finished wait for it: a non-blocking
+    /// write during the handshake would only report that it would block.
+    private var isHandshakeDone = false
     /// The socket took no more: the rest waits for `writeWatch`.
     private var waitingForRoom = false
     /// Close once everything queued is written (after a last frame).
@@ -173,7 +176,9 @@ final class PeerLink {
         }
         channelBinding = Array(UnsafeBufferPointer(start: binding.pointee.data, count: Int(binding.pointee.len)))
         liveness.received(now: clock.nowMicroseconds)
+        isHandshakeDone = true
         watchInput(of: tls)
+        writeNext()
         onEstablished?(self)
     }
 
@@ -226,7 +231,7 @@ final class PeerLink {
     private func writeQueued() -> Bool {
         isWriting = true
         defer { isWriting = false }
-        while !isClosed, let tls {
+        while !isClosed, isHandshakeDone, let tls {
             if partlyWritten == nil {
                 if !outgoing.isEmpty {
                     partlyWritten = (outgoing.removeFirst(), 0, false)
