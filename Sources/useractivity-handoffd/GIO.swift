@@ -9,8 +9,11 @@ struct GIOFailure: Error, CustomStringConvertible {
     let function: String
     let message: String
     let code: Int32
+    var domain: GQuark = 0
     var description: String { "\(function): \(message)" }
     var isCancelled: Bool { message == "Operation was cancelled" || code == Int32(G_IO_ERROR_CANCELLED.rawValue) }
+    /// A non-blocking read or write found nothing to read or no room.
+    var wouldBlock: Bool { domain == g_io_error_quark() && code == Int32(G_IO_ERROR_WOULD_BLOCK.rawValue) }
 }
 
 /// Every GIO call that reports a GError goes through here.
@@ -18,7 +21,8 @@ func gioCall<T>(_ function: String, _ body: (UnsafeMutablePointer<UnsafeMutableP
     var error: UnsafeMutablePointer<GError>?
     let result = body(&error)
     if let error {
-        let failure = GIOFailure(function: function, message: String(cString: error.pointee.message), code: error.pointee.code)
+        let failure = GIOFailure(function: function, message: String(cString: error.pointee.message), code: error.pointee.code,
+                                 domain: error.pointee.domain)
         g_error_free(error)
         throw failure
     }
@@ -69,6 +73,52 @@ final class AsyncCompletion {
             let completion = Unmanaged<AsyncCompletion>.fromOpaque(data!).takeRetainedValue()
             completion.body(source, result)
         }, data)
+    }
+}
+
+/// Readiness of a link's socket on the thread-default context: `body`
+/// runs each time the descriptor has `condition` until it returns false or
+/// the watch is cancelled.
+///
+/// The TLS streams' own pollable sources would do, but GLib dispatches their
+/// inner socket source as a source of its own that may not recurse, and
+/// blocking and unblocking it wake the loop four times per record (an
+/// `eventfd` write each, even on the loop's own thread, then a read and one
+/// more `poll`). This source may recurse: handoffd runs no nested loop, and
+/// were one ever run inside `body`, the guard keeps `body` from re-entering.
+final class SocketWatch {
+    private let source: UnsafeMutablePointer<GSource>
+    private let body: () -> Bool
+    private var isRunning = false
+
+    init(fd: Int32, condition: GIOCondition, _ body: @escaping () -> Bool) {
+        source = g_unix_fd_source_new(fd, condition)
+        self.body = body
+        g_source_set_can_recurse(source, CGLIB_TRUE)
+        let callback: GUnixFDSourceFunc = { _, _, data in
+            Unmanaged<SocketWatch>.fromOpaque(data!).takeUnretainedValue().dispatch() ? CGLIB_TRUE : CGLIB_FALSE
+        }
+        // Unretained: the owner keeps the watch until after cancel(), which destroys the source first.
+        g_source_set_callback(source, unsafeBitCast(callback, to: GSourceFunc.self), Unmanaged.passUnretained(self).toOpaque(), nil)
+        let context = g_main_context_ref_thread_default()
+        g_source_attach(source, context)
+        g_main_context_unref(context)
+    }
+
+    private func dispatch() -> Bool {
+        guard !isRunning else { return true }
+        isRunning = true
+        defer { isRunning = false }
+        return body()
+    }
+
+    func cancel() {
+        if g_source_is_destroyed(source) == 0 { g_source_destroy(source) }
+    }
+
+    deinit {
+        cancel()
+        g_source_unref(source)
     }
 }
 

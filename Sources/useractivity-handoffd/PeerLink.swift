@@ -50,11 +50,20 @@ final class PeerLink {
     /// Stream data waits apart: adverts, fetches and keepalives overtake it.
     private var outgoingData: [[UInt8]] = []
     var queuedDataFrames: Int { outgoingData.count }
+    /// The frame being written and how much of it the socket took.
+    private var partlyWritten: (bytes: [UInt8], written: Int, isData: Bool)?
+    /// Inside the write loop: a frame queued from a callback it runs waits for the loop.
     private var isWriting = false
+    /// Frames queued before the handshake finished wait for it: a non-blocking
+    /// write during the handshake would only report that it would block.
+    private var isHandshakeDone = false
+    /// The socket took no more: the rest waits for `writeWatch`.
+    private var waitingForRoom = false
     /// Close once everything queued is written (after a last frame).
     private var closeWhenWritten: String?
     private let readBuffer = UnsafeMutableRawPointer.allocate(byteCount: 16384, alignment: 8)
-    private var writeBuffer: UnsafeMutableRawPointer?
+    private var readWatch: SocketWatch?
+    private var writeWatch: SocketWatch?
 
     init(role: Role, serial: Int, address: String, clock: HandoffClock, log: Logger, keepaliveSeconds: Int64,
          acceptsKey: @escaping ([UInt8]) -> Bool) {
@@ -70,7 +79,6 @@ final class PeerLink {
 
     deinit {
         readBuffer.deallocate()
-        writeBuffer?.deallocate()
     }
 
     private var cancellablePointer: UnsafeMutablePointer<GCancellable> { cancellable.as(GCancellable.self) }
@@ -168,7 +176,9 @@ final class PeerLink {
         }
         channelBinding = Array(UnsafeBufferPointer(start: binding.pointee.data, count: Int(binding.pointee.len)))
         liveness.received(now: clock.nowMicroseconds)
-        readMore()
+        isHandshakeDone = true
+        watchInput(of: tls)
+        writeNext()
         onEstablished?(self)
     }
 
@@ -203,69 +213,125 @@ final class PeerLink {
         writeNext()
     }
 
+    // Reads and writes go through the TLS streams' pollable interface, woken
+    // by the socket's own descriptor (see SocketWatch): one source for the
+    // link's life instead of a GTask and a new source per read, and a frame
+    // written in the call that queues it instead of completed from an idle
+    // pass. A source for writing exists only while the socket takes no more.
+    // Watching the socket is enough once the handshake is over: GnuTLS takes
+    // from it only the record it decrypts, so nothing readable hides in a
+    // buffer the descriptor does not show.
+
     private func writeNext() {
-        if !isWriting, outgoing.isEmpty, outgoingData.isEmpty, let reason = closeWhenWritten { return close(reason: reason) }
-        guard !isWriting, !isClosed, let tls, !outgoing.isEmpty || !outgoingData.isEmpty else { return }
-        let isData = outgoing.isEmpty
-        let bytes = isData ? outgoingData.removeFirst() : outgoing.removeFirst()
-        writeBuffer?.deallocate()
-        let buffer = UnsafeMutableRawPointer.allocate(byteCount: bytes.count, alignment: 8)
-        bytes.withUnsafeBytes { buffer.copyMemory(from: $0.baseAddress!, byteCount: bytes.count) }
-        writeBuffer = buffer
-        isWriting = true
-        let output = g_io_stream_get_output_stream(tls.as(GIOStream.self))
-        let (callback, data) = AsyncCompletion.callback { [self] source, result in
-            isWriting = false
-            do {
-                _ = try gioCall("g_output_stream_write_all_finish") {
-                    g_output_stream_write_all_finish(gcast(graw(source)), result, nil, $0) != 0 ? true : nil
-                }
-            } catch {
-                close(reason: "writing to \(address) failed: \(error.gioMessage)")
-                return
-            }
-            writeNext()
-            if isData && outgoingData.count < StreamLimits.queuedDataFrames { onDataDrained?(self) }
-        }
-        g_output_stream_write_all_async(output, buffer, gsize(bytes.count), G_PRIORITY_DEFAULT, cancellablePointer, callback, data)
+        guard !isWriting, !waitingForRoom else { return }
+        if writeQueued() { waitForRoom() }
     }
 
-    private func readMore() {
-        guard !isClosed, let tls else { return }
-        let input = g_io_stream_get_input_stream(tls.as(GIOStream.self))
-        let (callback, data) = AsyncCompletion.callback { [self] source, result in
+    /// Writes frames until the queues are empty or the socket is full; true when full.
+    private func writeQueued() -> Bool {
+        isWriting = true
+        defer { isWriting = false }
+        while !isClosed, isHandshakeDone, let tls {
+            if partlyWritten == nil {
+                if !outgoing.isEmpty {
+                    partlyWritten = (outgoing.removeFirst(), 0, false)
+                } else if !outgoingData.isEmpty {
+                    partlyWritten = (outgoingData.removeFirst(), 0, true)
+                } else {
+                    break
+                }
+            }
+            guard let pending = partlyWritten else { break }
+            let (bytes, written, isData) = (pending.bytes, pending.written, pending.isData)
+            let output = OpaquePointer(g_io_stream_get_output_stream(tls.as(GIOStream.self)))
             let count: Int
             do {
-                count = try gioCall("g_input_stream_read_finish") { error -> Int? in
-                    let n = g_input_stream_read_finish(gcast(graw(source)), result, error)
+                count = try gioCall("g_pollable_output_stream_write_nonblocking") { error -> Int? in
+                    let n = bytes.withUnsafeBytes {
+                        g_pollable_output_stream_write_nonblocking(output, $0.baseAddress! + written, gsize(bytes.count - written), nil, error)
+                    }
                     return n < 0 ? nil : n
                 }
+            } catch let failure as GIOFailure where failure.wouldBlock {
+                return true
             } catch {
-                close(reason: error.isCancelledIO ? "closed" : "reading from \(address) failed: \(error.gioMessage)")
-                return
+                close(reason: "writing to \(address) failed: \(error.gioMessage)")
+                return false
             }
-            guard !isClosed else { return }
-            if count == 0 {
-                close(reason: "\(address) closed the connection")
-                return
+            if written + count < bytes.count {
+                partlyWritten?.written = written + count
+                continue
             }
-            liveness.received(now: clock.nowMicroseconds)
-            reader.append(UnsafeRawBufferPointer(start: readBuffer, count: count))
-            do {
-                while !isClosed, let frame = try reader.next() {
-                    if !isPaired && !frame.kind.isPairing {
-                        close(reason: "\(address) is not paired and sent a \(frame.kind) frame: disconnected")
-                        return
-                    }
-                    onFrame?(self, frame)
-                }
-            } catch {
-                close(reason: "\(address) sent a bad frame (\(error)): disconnected")
-                return
-            }
-            readMore()
+            partlyWritten = nil
+            if isData && outgoingData.count < StreamLimits.queuedDataFrames { onDataDrained?(self) }
         }
-        g_input_stream_read_async(input, readBuffer, 16384, G_PRIORITY_DEFAULT, cancellablePointer, callback, data)
+        if !isClosed, partlyWritten == nil, outgoing.isEmpty, outgoingData.isEmpty, let reason = closeWhenWritten {
+            close(reason: reason)
+        }
+        return false
+    }
+
+    private var socketDescriptor: Int32? {
+        guard let connection else { return nil }
+        return g_socket_get_fd(g_socket_connection_get_socket(connection.as(GSocketConnection.self)))
+    }
+
+    private func waitForRoom() {
+        guard !isClosed, let fd = socketDescriptor else { return }
+        waitingForRoom = true
+        writeWatch = SocketWatch(fd: fd, condition: G_IO_OUT) { [weak self] in
+            guard let self, !self.isClosed else { return false }
+            if self.writeQueued() { return true }
+            self.waitingForRoom = false
+            return false
+        }
+    }
+
+    private func watchInput(of tls: GObjectRef) {
+        guard let fd = socketDescriptor else { return }
+        let input = OpaquePointer(g_io_stream_get_input_stream(tls.as(GIOStream.self)))
+        readWatch = SocketWatch(fd: fd, condition: G_IO_IN) { [weak self] in
+            self?.readAvailable(from: input) ?? false
+        }
+    }
+
+    /// One read per wakeup: GnuTLS takes a record at a time from the socket,
+    /// and the buffer holds a whole record, so what is left stays in the
+    /// socket and makes the source ready again.
+    private func readAvailable(from input: OpaquePointer?) -> Bool {
+        guard !isClosed else { return false }
+        let count: Int
+        do {
+            count = try gioCall("g_pollable_input_stream_read_nonblocking") { error -> Int? in
+                let n = g_pollable_input_stream_read_nonblocking(input, readBuffer, 16384, nil, error)
+                return n < 0 ? nil : n
+            }
+        } catch let failure as GIOFailure where failure.wouldBlock {
+            return true
+        } catch {
+            close(reason: "reading from \(address) failed: \(error.gioMessage)")
+            return false
+        }
+        guard !isClosed else { return false }
+        if count == 0 {
+            close(reason: "\(address) closed the connection")
+            return false
+        }
+        liveness.received(now: clock.nowMicroseconds)
+        reader.append(UnsafeRawBufferPointer(start: readBuffer, count: count))
+        do {
+            while !isClosed, let frame = try reader.next() {
+                if !isPaired && !frame.kind.isPairing {
+                    close(reason: "\(address) is not paired and sent a \(frame.kind) frame: disconnected")
+                    return false
+                }
+                onFrame?(self, frame)
+            }
+        } catch {
+            close(reason: "\(address) sent a bad frame (\(error)): disconnected")
+            return false
+        }
+        return !isClosed
     }
 
     // MARK: Liveness
@@ -286,6 +352,8 @@ final class PeerLink {
         isClosed = true
         log.info("link \(serial) (\(role.rawValue), \(address)) closed: \(reason)")
         g_cancellable_cancel(cancellablePointer)
+        readWatch?.cancel()
+        writeWatch?.cancel()
         acceptHandler = nil
         if let tls { g_io_stream_close_async(tls.as(GIOStream.self), G_PRIORITY_DEFAULT, nil, nil, nil) }
         onClosed?(self, reason)

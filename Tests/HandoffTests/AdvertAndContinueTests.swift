@@ -40,6 +40,29 @@ struct AdvertAndContinueTests {
         #expect(stacks.b.waitForDevice(onB, "CurrentActivity", { $0?.stringVariantEntries?.isEmpty == true }), "\(stacks.logs)")
     }
 
+    @Test func advertsWrittenWhileThePeerReadsNothingAllArriveOnceItReadsAgain() throws {
+        // B's daemon is stopped while A advertises ~8.4 MiB (140 adverts with a
+        // 60 KiB webpage URL each): more than loopback
+        // TCP holds (a send buffer of at most 4 MiB; B's receive buffer cannot
+        // grow while nothing reads it), so A's writes find the socket full and
+        // must finish once B reads again.
+        let stacks = try TwoStacks(appsA: Self.editorApps, appsB: Self.editorApps)
+        let (_, onB) = try stacks.pair()
+        let daemonB = try #require(stacks.b.handoffd)
+        daemonB.signal(SIGSTOP)
+        defer { daemonB.signal(SIGCONT) }
+        let path = String(repeating: "x", count: 60 * 1024)
+        for index in 0..<140 {
+            _ = try stacks.a.becomeCurrent(app: UA.editor, type: UA.editType, [
+                ("title", .string("advert \(index)")), ("webpage-url", .string("https://example.com/\(path)")),
+            ])
+        }
+        // handoffd A answers after handling every signal sent before the call: each advert is written or queued.
+        _ = try stacks.a.call(HO.busName, HO.managerPath, "org.freedesktop.DBus.Peer", "Ping")
+        daemonB.signal(SIGCONT)
+        #expect(stacks.b.waitForDevice(onB, "CurrentActivity", { title($0) == "advert 139" }), "\(stacks.logs)")
+    }
+
     @Test func notContinuableWithoutADeclaringAppOrURL() throws {
         let stacks = try TwoStacks(appsA: Self.editorApps)
         let (_, onB) = try stacks.pair()

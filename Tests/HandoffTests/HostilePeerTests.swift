@@ -46,6 +46,9 @@ try:
         tls.sendall(struct.pack(">I", 100) + bytes([1]) + b"partial")
     elif mode == "hello":
         tls.sendall(frame(1))
+    elif mode == "trickle":
+        for byte in frame(4):
+            tls.sendall(bytes([byte]))
     while True:
         if not tls.recv(4096):
             break
@@ -92,6 +95,17 @@ struct HostilePeerTests {
         let stacks = try TwoStacks()
         try stacks.b.set("Discoverable", .boolean(true))
         let lines = try runRawPeer(stacks.b, mode: "advert")
+        #expect(lines.contains("HELLO") && lines.last == "CLOSED", "\(lines)")
+        #expect(stacks.b.logEventually(contains: "is not paired and sent a advert frame"), "\(stacks.logs)")
+        try stillServes(stacks)
+    }
+
+    @Test func aFrameSentOneByteARecordIsStillDecoded() throws {
+        // Twelve TLS records of one byte each: the frame is put together across
+        // as many reads before the daemon judges it.
+        let stacks = try TwoStacks()
+        try stacks.b.set("Discoverable", .boolean(true))
+        let lines = try runRawPeer(stacks.b, mode: "trickle")
         #expect(lines.contains("HELLO") && lines.last == "CLOSED", "\(lines)")
         #expect(stacks.b.logEventually(contains: "is not paired and sent a advert frame"), "\(stacks.logs)")
         try stillServes(stacks)
