@@ -65,6 +65,8 @@ cleanup() {
     if [ -d "$tree" ]; then git -C "$repo" worktree remove --force "$tree" >/dev/null 2>&1 || true; fi
     git -C "$repo" worktree prune >/dev/null 2>&1 || true
     rm -rf "$scratch"
+    # SwiftPM leaves its locks for that scratch path, named after it, in the temporary directory.
+    rm -f "${TMPDIR:-/tmp}/$(echo "$scratch" | tr / _)_build"*.lock
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
