@@ -29,6 +29,9 @@
 # The bench is a package of its own (Benchmarks/, built in Benchmarks/.build);
 # BENCH_SCRATCH_PATH picks where the peers are compiled (default .build).
 #
+# To judge a change against the commit before it, measured alternately in one
+# run: bench/against.sh.
+#
 # It installs nothing: without zeitgeist-daemon it says how to get it
 # (apt-get install zeitgeist-core) and reports the rest.
 set -euo pipefail
@@ -51,10 +54,10 @@ done
 # static Swift runtime, lld, packed relocations, in .build-pkg), so latency and
 # RSS are those of what users run; the bench itself is a plain release build.
 echo "building the packaged daemon (packaging/install.sh --build-only) and the release bench (Benchmarks/)…" >&2
-packaging/install.sh --build-only >&2
-daemon="$(readlink -f .build-pkg/release/useractivityd)"
-swift build -c release --package-path Benchmarks --product useractivity-bench >&2
-bin="$(swift build -c release --package-path Benchmarks --show-bin-path)"
+# shellcheck source=bench/build.sh
+. bench/build.sh
+daemon="$(packaged_daemon .)"
+bin="$(release_bench)"
 
 # The peers, with the same optimisation level and warnings as any C service.
 peers="$scratch/bench-peers"
