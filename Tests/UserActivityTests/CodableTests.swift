@@ -138,7 +138,7 @@ struct CodableTests {
                 received.append(try activity.userInfo(as: Bookmark.self))
                 return true
             })
-            let app = try await client.continueSavedActivity(savedID, options: .init(targetAppID: UA.notes, timeout: 5))
+            let app = try await client.continueSavedActivity(savedID, options: .init(targetAppID: UA.notes, timeout: 60))
             #expect(app == UA.notes)
             #expect(await received.wait())
             var expected = Bookmark.sample

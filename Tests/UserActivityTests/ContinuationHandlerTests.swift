@@ -129,7 +129,7 @@ struct ContinuationHandlerTests {
             #expect(await calls.wait(), "willSave was not called\n\(h.logTail())")
             #expect(calls.values == ["Stale title"])
 
-            let found = await waitUntil(timeout: 10, interval: 0.05) {
+            let found = await waitUntil(timeout: 30, interval: 0.05) {
                 (try? await client.search("fresh title").first?.title) == "Fresh title"
             }
             let titles = try await client.search("title").map(\.title)
@@ -203,7 +203,7 @@ struct ContinuationHandlerTests {
             activity.didReceiveContinuationStream = { handle in originEnds.append(UncheckedSendable(handle)) }
             try await activity.becomeCurrent().wait()
 
-            #expect(try await activity.handOff(options: .init(targetAppID: UA.reader, timeout: 5)) == UA.reader)
+            #expect(try await activity.handOff(options: .init(targetAppID: UA.reader, timeout: 60)) == UA.reader)
             #expect(await originEnds.wait(), "the origin got no stream\n\(h.logTail())")
             let origin = try #require(originEnds.values.first).value
             let readerEnd = try #require(readerEnds.values.first).value

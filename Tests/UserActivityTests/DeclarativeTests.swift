@@ -119,7 +119,7 @@ struct DeclarativeTests {
 
             let link = UserActivity(activityType: UA.editNote, client: caller)
             try link.setUserInfo(from: NoteRef(note: "n-77", line: 5))
-            #expect(try await caller.continueActivity(link, options: .init(targetAppID: UA.notes, timeout: 5)) == UA.notes)
+            #expect(try await caller.continueActivity(link, options: .init(targetAppID: UA.notes, timeout: 60)) == UA.notes)
             #expect(ActionLog.shared.values.contains("edit-note n-77:5 [\(UA.notes)]"), "\(ActionLog.shared.values)")
             #expect(willContinue.values.contains(UA.editNote))
             // Continuing performed the action, which published its activity.
@@ -131,7 +131,7 @@ struct DeclarativeTests {
             let broken = UserActivity(activityType: UA.openDocument, client: caller)
             broken.userInfo = ["path": "/tmp/x.odt"]
             do {
-                try await caller.continueActivity(broken, options: .init(targetAppID: UA.notes, timeout: 5))
+                try await caller.continueActivity(broken, options: .init(targetAppID: UA.notes, timeout: 60))
                 Issue.record("a continuation without the 'page' key succeeded")
             } catch let error as UserActivityError {
                 #expect(error.code == .continuationFailed)
@@ -142,7 +142,7 @@ struct DeclarativeTests {
             // A declared type no action owns goes to the fallback handler.
             let page = UserActivity(activityType: UA.showPage, client: caller)
             page.webpageURL = URL(string: "https://example.com/fallback")
-            #expect(try await caller.continueActivity(page, options: .init(targetAppID: UA.notes, timeout: 5)) == UA.notes)
+            #expect(try await caller.continueActivity(page, options: .init(targetAppID: UA.notes, timeout: 60)) == UA.notes)
             #expect(fallback.values == [UA.showPage])
         }
     }

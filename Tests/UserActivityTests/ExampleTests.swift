@@ -69,10 +69,10 @@ struct ExampleTests {
         let link = UserActivity(activityType: "com.example.UserActivityExample.open-document", client: client)
         link.title = "From a link"
         link.userInfo = ["path": "/home/user/Launched.odt", "page": 5]
-        let app = try await client.continueActivity(link, options: .init(targetAppID: "com.example.UserActivityExample", timeout: 20))
+        let app = try await client.continueActivity(link, options: .init(targetAppID: "com.example.UserActivityExample", timeout: 60))
         #expect(app == "com.example.UserActivityExample", "\(h.logTail())")
         // What the launched example printed reaches the bus log through the daemon.
-        let performed = waitUntil(timeout: 5, interval: 0.05) {
+        let performed = await waitUntil(timeout: 30, interval: 0.05) {
             h.bus.log.contains("▶ open-document: /home/user/Launched.odt, page 5 (continued")
         }
         #expect(performed, "\(h.logTail())")
@@ -80,7 +80,7 @@ struct ExampleTests {
 
         // It keeps serving: a second continuation goes to the same process.
         let launched = try #require(await examplePID(h), "\(h.logTail())")
-        let again = try await client.continueActivity(link, options: .init(targetAppID: "com.example.UserActivityExample", timeout: 10))
+        let again = try await client.continueActivity(link, options: .init(targetAppID: "com.example.UserActivityExample", timeout: 60))
         #expect(again == "com.example.UserActivityExample")
         #expect(await examplePID(h) == launched)
 
@@ -88,7 +88,7 @@ struct ExampleTests {
         // bus is killed: stopping the harness would signal its whole process group.
         client.close()
         kill(h.bus.pid, SIGKILL)
-        let exited = waitUntil(timeout: 10, interval: 0.05) { !isLiveProcess(launched) }
+        let exited = await waitUntil(timeout: 30, interval: 0.05) { !isLiveProcess(launched) }
         if !exited { kill(launched, SIGKILL) }
         #expect(exited, "the launched UserActivityExample (pid \(launched)) outlived the bus")
     }
@@ -149,11 +149,11 @@ struct ExampleTests {
         link.title = "From Swift"
         link.userInfo = ["path": "/tmp/from-swift.odt", "page": 2]
         do {
-            let ready = try await offload { try handler.readLine(timeout: 20) }
+            let ready = try await offload { try handler.readLine(timeout: 60) }
             #expect(ready?.hasPrefix("waiting for continuations") == true, "\(ready ?? "nil") \(handler.stderrText)")
-            let app = try await client.continueActivity(link, options: .init(targetAppID: "com.example.UserActivityExample", timeout: 10))
+            let app = try await client.continueActivity(link, options: .init(targetAppID: "com.example.UserActivityExample", timeout: 60))
             #expect(app == "com.example.UserActivityExample")
-            let line = try await offload { try handler.readLine(timeout: 10) }
+            let line = try await offload { try handler.readLine(timeout: 60) }
             #expect(line?.contains("continue com.example.UserActivityExample.open-document") == true, "\(line ?? "nil")")
             #expect(line?.contains("/tmp/from-swift.odt") == true, "\(line ?? "nil")")
         }

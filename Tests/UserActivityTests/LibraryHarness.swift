@@ -143,7 +143,7 @@ final class Recorder<Value: Sendable>: @unchecked Sendable {
 
     /// Waits (without blocking a cooperative thread) until `predicate` holds.
     @discardableResult
-    func wait(timeout: Double = 10, until predicate: ([Value]) -> Bool = { !$0.isEmpty }) async -> Bool {
+    func wait(timeout: Double = 30, until predicate: ([Value]) -> Bool = { !$0.isEmpty }) async -> Bool {
         // The async waitUntil: sleeps with Task.sleep instead of holding a cooperative thread.
         await waitUntil(timeout: timeout, interval: 0.01) { () async -> Bool in predicate(values) }
     }
@@ -207,7 +207,7 @@ final class SignalRecorder: @unchecked Sendable {
     var signals: [SeenSignal] { recorder.values }
 
     @discardableResult
-    func wait(timeout: Double = 10, until predicate: ([SeenSignal]) -> Bool) async -> Bool {
+    func wait(timeout: Double = 30, until predicate: ([SeenSignal]) -> Bool) async -> Bool {
         await recorder.wait(timeout: timeout, until: predicate)
     }
 

@@ -156,7 +156,7 @@ struct ServiceRestartTests {
 
         // The client starts the service again by itself and republishes
         // (the new instance may well reuse the same object path).
-        let republished = await waitUntil(timeout: 15, interval: 0.05) {
+        let republished = await waitUntil(timeout: 30, interval: 0.05) {
             guard let pid = await daemonPID(), pid != oldPID, let path = activity.objectPath else { return false }
             return (try? await h.currentActivity()) == path
         }
@@ -188,7 +188,7 @@ struct ServiceRestartTests {
         #expect(calls.values.isEmpty)
 
         kill(h.bus.pid, SIGKILL)
-        let called = waitUntil(timeout: 10, interval: 0.02) { !calls.values.isEmpty }
+        let called = await waitUntil(timeout: 30, interval: 0.02) { !calls.values.isEmpty }
         #expect(called, "onDisconnected was not called after the bus was killed")
         try await Task.sleep(nanoseconds: 200_000_000)
         #expect(calls.values == [false], "called \(calls.values.count) times, or on the main thread")
