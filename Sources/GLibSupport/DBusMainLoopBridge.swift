@@ -58,13 +58,13 @@ public final class DBusMainLoopBridge: MainLoopIntegration {
     /// context) lets libdbus read and write, and `handle` does not dispatch
     /// from inside a dispatch, so what arrives waits for the handler to
     /// return. Blocking the source instead would cost GLib two wake-ups of
-    /// its own loop per message read (see `MainLoop.onFileDescriptor`).
+    /// its own loop per message read (see `MainLoop.NestedDispatch`).
     public func toggled(_ watch: Watch) {
         remove(watch)
         guard watch.isEnabled else { return }
         // The source holds the watch unowned: libdbus removes the watch (and so the source) before freeing it.
         watch.attachment = loop.onFileDescriptor(watch.fileDescriptor, condition: Self.condition(of: watch),
-                                                 mayRecurse: true) {
+                                                 nested: .allowed) {
             [unowned self, unowned watch] fired in
             handle(watch, fired)
             return true

@@ -90,21 +90,37 @@ public final class MainLoop {
         attach(g_unix_signal_source_new(signal)) { action(); return true }
     }
 
+    /// What a loop nested inside an fd source's action does with that source.
+    ///
+    /// GLib blocks a source while its action runs unless it may recurse, and
+    /// blocking and unblocking it each wake the loop (an `eventfd` write,
+    /// even from the loop's own thread): two writes, a read and one more
+    /// `poll` each time the descriptor fires. Both other cases avoid that.
+    public enum NestedDispatch {
+        /// GLib's default: the source is blocked while the action runs.
+        case blocked
+        /// A nested loop may call the action again, inside itself.
+        case allowed
+        /// The source is not blocked, but a nested loop leaves the action
+        /// alone until it returns (for actions that are not reentrant).
+        case skipped
+    }
+
     /// Calls `action` when `fd` has one of `condition` (G_IO_IN etc.); return false to stop.
     ///
-    /// With `mayRecurse`, a loop nested inside `action` may call it again
-    /// (`g_source_set_can_recurse`). GLib otherwise blocks the source while
-    /// `action` runs, and blocking and unblocking it each wake the loop (an
-    /// `eventfd` write, even from the loop's own thread): two writes, a read
-    /// and one more `poll` each time the descriptor fires.
+    /// ```swift
+    /// let watch = loop.onFileDescriptor(fd, condition: G_IO_IN, nested: .skipped) { _ in
+    ///     readWhatIsThere()   // true: keep watching
+    /// }
+    /// ```
     @discardableResult
-    public func onFileDescriptor(_ fd: Int32, condition: GIOCondition, mayRecurse: Bool = false,
+    public func onFileDescriptor(_ fd: Int32, condition: GIOCondition, nested: NestedDispatch = .blocked,
                                  _ action: @escaping (GIOCondition) -> Bool) -> GLibSource {
         let source = g_unix_fd_source_new(fd, condition)!
-        if mayRecurse { g_source_set_can_recurse(source, CGLIB_TRUE) }
-        let box = Unmanaged.passRetained(FDCallbackBox(action)).toOpaque()
+        if nested != .blocked { g_source_set_can_recurse(source, CGLIB_TRUE) }
+        let box = Unmanaged.passRetained(FDCallbackBox(action, skipsNestedCalls: nested == .skipped)).toOpaque()
         let callback: GUnixFDSourceFunc = { _, condition, data in
-            Unmanaged<FDCallbackBox>.fromOpaque(data!).takeUnretainedValue().action(condition)
+            Unmanaged<FDCallbackBox>.fromOpaque(data!).takeUnretainedValue().run(condition)
                 ? CGLIB_SOURCE_CONTINUE : CGLIB_SOURCE_REMOVE
         }
         g_source_set_callback(source, unsafeBitCast(callback, to: GSourceFunc.self), box) { raw in
@@ -170,11 +186,23 @@ final class CallbackBox {
 
 final class FDCallbackBox {
     private let stored: (GIOCondition) -> Bool
-    init(_ action: @escaping (GIOCondition) -> Bool) {
+    private let skipsNestedCalls: Bool
+    /// Only touched on the loop's thread.
+    private var isRunning = false
+    init(_ action: @escaping (GIOCondition) -> Bool, skipsNestedCalls: Bool) {
         stored = action
+        self.skipsNestedCalls = skipsNestedCalls
         crossThreadHandoff.withLock {}
     }
-    var action: (GIOCondition) -> Bool { crossThreadHandoff.withLock { stored } }
+
+    /// A skipped nested call keeps the source: the descriptor is still ready when the action returns.
+    func run(_ condition: GIOCondition) -> Bool {
+        if skipsNestedCalls && isRunning { return true }
+        let action = crossThreadHandoff.withLock { stored }
+        isRunning = true
+        defer { isRunning = false }
+        return action(condition)
+    }
 }
 
 /// Wall-clock time in microseconds since the Unix epoch (`g_get_real_time`).

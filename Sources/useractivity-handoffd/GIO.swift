@@ -76,52 +76,6 @@ final class AsyncCompletion {
     }
 }
 
-/// Readiness of a link's socket on the thread-default context: `body`
-/// runs each time the descriptor has `condition` until it returns false or
-/// the watch is cancelled.
-///
-/// The TLS streams' own pollable sources would do, but GLib dispatches their
-/// inner socket source as a source of its own that may not recurse, and
-/// blocking and unblocking it wake the loop four times per record (an
-/// `eventfd` write each, even on the loop's own thread, then a read and one
-/// more `poll`). This source may recurse: handoffd runs no nested loop, and
-/// were one ever run inside `body`, the guard keeps `body` from re-entering.
-final class SocketWatch {
-    private let source: UnsafeMutablePointer<GSource>
-    private let body: () -> Bool
-    private var isRunning = false
-
-    init(fd: Int32, condition: GIOCondition, _ body: @escaping () -> Bool) {
-        source = g_unix_fd_source_new(fd, condition)
-        self.body = body
-        g_source_set_can_recurse(source, CGLIB_TRUE)
-        let callback: GUnixFDSourceFunc = { _, _, data in
-            Unmanaged<SocketWatch>.fromOpaque(data!).takeUnretainedValue().dispatch() ? CGLIB_TRUE : CGLIB_FALSE
-        }
-        // Unretained: the owner keeps the watch until after cancel(), which destroys the source first.
-        g_source_set_callback(source, unsafeBitCast(callback, to: GSourceFunc.self), Unmanaged.passUnretained(self).toOpaque(), nil)
-        let context = g_main_context_ref_thread_default()
-        g_source_attach(source, context)
-        g_main_context_unref(context)
-    }
-
-    private func dispatch() -> Bool {
-        guard !isRunning else { return true }
-        isRunning = true
-        defer { isRunning = false }
-        return body()
-    }
-
-    func cancel() {
-        if g_source_is_destroyed(source) == 0 { g_source_destroy(source) }
-    }
-
-    deinit {
-        cancel()
-        g_source_unref(source)
-    }
-}
-
 /// A closure behind a GObject signal; disconnected and released with its owner.
 final class SignalHandler {
     let body: ([UnsafeMutableRawPointer?]) -> Int32

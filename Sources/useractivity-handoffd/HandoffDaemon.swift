@@ -273,7 +273,7 @@ final class HandoffDaemon {
 
     func makeLink(role: PeerLink.Role, address: String) -> PeerLink {
         linkSerial += 1
-        let link = PeerLink(role: role, serial: linkSerial, address: address, clock: clock, log: log,
+        let link = PeerLink(role: role, serial: linkSerial, address: address, loop: loop, clock: clock, log: log,
                             keepaliveSeconds: keepaliveSeconds) { [weak self] key in
             self?.acceptsKey(key, role: role) ?? false
         }

@@ -3,6 +3,7 @@ import CGLib
 #if canImport(Glibc)
 import Glibc
 #endif
+import GLibSupport
 import HandoffCore
 import Logging
 
@@ -62,12 +63,14 @@ final class PeerLink {
     /// Close once everything queued is written (after a last frame).
     private var closeWhenWritten: String?
     private let readBuffer = UnsafeMutableRawPointer.allocate(byteCount: 16384, alignment: 8)
-    private var readWatch: SocketWatch?
-    private var writeWatch: SocketWatch?
+    private let loop: MainLoop
+    private var readWatch: GLibSource?
+    private var writeWatch: GLibSource?
 
-    init(role: Role, serial: Int, address: String, clock: HandoffClock, log: Logger, keepaliveSeconds: Int64,
+    init(role: Role, serial: Int, address: String, loop: MainLoop, clock: HandoffClock, log: Logger, keepaliveSeconds: Int64,
          acceptsKey: @escaping ([UInt8]) -> Bool) {
         self.role = role
+        self.loop = loop
         self.serial = serial
         self.address = address
         self.clock = clock
@@ -214,13 +217,17 @@ final class PeerLink {
     }
 
     // Reads and writes go through the TLS streams' pollable interface, woken
-    // by the socket's own descriptor (see SocketWatch): one source for the
-    // link's life instead of a GTask and a new source per read, and a frame
-    // written in the call that queues it instead of completed from an idle
-    // pass. A source for writing exists only while the socket takes no more.
-    // Watching the socket is enough once the handshake is over: GnuTLS takes
-    // from it only the record it decrypts, so nothing readable hides in a
-    // buffer the descriptor does not show.
+    // by the socket's own descriptor: one source for the link's life instead
+    // of a GTask and a new source per read, and a frame written in the call
+    // that queues it instead of completed from an idle pass. A source for
+    // writing exists only while the socket takes no more. Watching the socket
+    // is enough once the handshake is over: GnuTLS takes from it only the
+    // record it decrypts, so nothing readable hides in a buffer the
+    // descriptor does not show. The TLS streams' own pollable sources would
+    // also do, but GLib blocks their inner socket source while it dispatches,
+    // which wakes the loop four times per record; ours are not blocked
+    // (`.skipped`: handoffd runs no nested loop, and one run inside a read
+    // would leave the link alone until the read returns).
 
     private func writeNext() {
         guard !isWriting, !waitingForRoom else { return }
@@ -279,7 +286,7 @@ final class PeerLink {
     private func waitForRoom() {
         guard !isClosed, let fd = socketDescriptor else { return }
         waitingForRoom = true
-        writeWatch = SocketWatch(fd: fd, condition: G_IO_OUT) { [weak self] in
+        writeWatch = loop.onFileDescriptor(fd, condition: G_IO_OUT, nested: .skipped) { [weak self] _ in
             guard let self, !self.isClosed else { return false }
             if self.writeQueued() { return true }
             self.waitingForRoom = false
@@ -290,7 +297,7 @@ final class PeerLink {
     private func watchInput(of tls: GObjectRef) {
         guard let fd = socketDescriptor else { return }
         let input = OpaquePointer(g_io_stream_get_input_stream(tls.as(GIOStream.self)))
-        readWatch = SocketWatch(fd: fd, condition: G_IO_IN) { [weak self] in
+        readWatch = loop.onFileDescriptor(fd, condition: G_IO_IN, nested: .skipped) { [weak self] _ in
             self?.readAvailable(from: input) ?? false
         }
     }

@@ -47,7 +47,7 @@ enum PollBench {
             }
             readWatch.cancel()
         case "glib", "glib-blocked":
-            let readWatch = loop.onFileDescriptor(reading, condition: G_IO_IN, mayRecurse: arguments[0] == "glib") { _ in
+            let readWatch = loop.onFileDescriptor(reading, condition: G_IO_IN, nested: arguments[0] == "glib" ? .allowed : .blocked) { _ in
                 received += read(reading, &byte, 1)
                 return true
             }
