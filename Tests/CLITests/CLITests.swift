@@ -227,7 +227,7 @@ struct CLITests {
         let second = try h.spawnCtl(["become-current", UA.editType, "--app-id", UA.editor, "--title", "Second"])
         defer { second.terminate(grace: 1) }
         _ = try #require(try second.readLine(timeout: 20), "the second become-current printed nothing: \(second.stderrText)")
-        let told = waitUntil(timeout: 10) { first.stderrText.contains("the activity is no longer current") }
+        let told = waitUntil(timeout: 30) { first.stderrText.contains("the activity is no longer current") }
         #expect(told, "\(first.stderrText)")
         Thread.sleep(forTimeInterval: 0.3)
         #expect(!second.stderrText.contains("current again"), "\(second.stderrText)")

@@ -154,7 +154,7 @@ private final class HandoffFixture {
             throw CommandFailure(result: CommandResult(command: ["fake"], exitCode: -1, stdout: "", stderr: service.stderrText))
         }
         // The name is taken right after "ready": wait for it.
-        _ = try waitUntil(timeout: 10) {
+        _ = try waitUntil(timeout: 30) {
             try bus.run("gdbus", ["call", "--session", "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus",
                                   "--method", "org.freedesktop.DBus.NameHasOwner", "org.example.UserActivity.Handoff"])
                 .stdout.contains("true")

@@ -154,7 +154,7 @@ extension ContinuationTests {
                     replies.apps.append((try? result.get().arguments().first?.stringValue) ?? "error: \(result)")
                 }
             }
-            let done = waitUntil(timeout: 15, interval: 0) {
+            let done = waitUntil(timeout: 30, interval: 0) {
                 client.connection.readWriteDispatch(timeoutMilliseconds: 20)
                 return replies.apps.count == 5
             }

@@ -33,7 +33,7 @@ extension ContinuationTests {
             }
             sender.connection.flush()
             // All 50 are with the app (and so pending in the daemon) before measuring.
-            let delivered = waitUntil(timeout: 10) { h.events(UA.viewer, "continue").count == count }
+            let delivered = waitUntil(timeout: 30) { h.events(UA.viewer, "continue").count == count }
             #expect(delivered, "only \(h.events(UA.viewer, "continue").count) of \(count) reached the app\n\(h.logTail())")
             #expect(replies.results.isEmpty, "the slow app answers after 4 s")
 
@@ -54,7 +54,7 @@ extension ContinuationTests {
             #expect(p99Ping < 0.1, "Ping p99 \(ms(p99Ping)) (p50 \(ms(percentile(pings, 0.5)))) with \(count) slow continuations pending")
             #expect(p99Call < 0.1, "Properties.Get p99 \(ms(p99Call)) (p50 \(ms(percentile(calls, 0.5))))")
 
-            let finished = waitUntil(timeout: 15, interval: 0) {
+            let finished = waitUntil(timeout: 30, interval: 0) {
                 sender.connection.readWriteDispatch(timeoutMilliseconds: 20)
                 return replies.results.count == count
             }

@@ -69,7 +69,7 @@ extension ContinuationTests {
             let (_, path) = try Self.origin(h, props: "{'title': <'Short-lived'>, 'eligible-for-handoff': <false>, 'expiration-date': <int64 \(soon)>}")
             let client = try h.connect()
             #expect(dbusError { try client.continueLive(path) }?.name == UA.error("NotEligible"))
-            _ = waitUntil(timeout: 5) { nowMicroseconds() > soon + 200_000 }
+            _ = waitUntil(timeout: 30) { nowMicroseconds() > soon + 200_000 }
             #expect(dbusError { try client.continueLive(path) }?.name == UA.error("Expired"), "expiry is checked before eligibility")
             #expect(h.events(UA.viewer, "continue").isEmpty)
         }
@@ -133,7 +133,7 @@ extension ContinuationTests {
                 guard case .array(_, let results)? = reply.first else { return [] }
                 return results.compactMap { result in result.stringVariantEntries?.first { $0.0 == "title" }?.1.stringValue }
             }
-            let saved = try waitUntil(timeout: 5, interval: 0.05) { try titles("pelican") == ["Fresh pelican"] }
+            let saved = try waitUntil(timeout: 30, interval: 0.05) { try titles("pelican") == ["Fresh pelican"] }
             let found = (try? titles("pelican")) ?? []
             #expect(saved, "saved copy: \(found)\n\(h.logTail())")
             #expect(try titles("stale").isEmpty, "the stale data were never saved")

@@ -154,7 +154,7 @@ struct RecentFilesTests {
         let f = try Fixture(entries: { Self.standardEntries($0) }, config: "[Privacy]\nBridges=\n")
         // Off from the start (the file key): the daemon says so when it looks at the file.
         _ = try f.search("anything") // starts the daemon
-        #expect(waitUntil(timeout: 20) { f.logCount("recent files: the bridge is off") > 0 }, "\(f.h.logTail())")
+        #expect(waitUntil(timeout: 30) { f.logCount("recent files: the bridge is off") > 0 }, "\(f.h.logTail())")
         #expect(try f.search("zephyr").isEmpty)
         try f.setBridges(["recent-files"])
         #expect(try f.waitFor("zephyr report").count == 1, "\(f.h.logTail())")
@@ -283,7 +283,7 @@ struct RecentFilesTests {
         let reads = f.logCount("recent files read")
         kill(pid_t(pid), SIGTERM)
         // The next call starts it again (D-Bus activation); it reads the file again.
-        #expect(waitUntil(timeout: 20) { (try? f.search("zephyr report").count) == 1 && f.logCount("recent files read") > reads },
+        #expect(waitUntil(timeout: 30) { (try? f.search("zephyr report").count) == 1 && f.logCount("recent files read") > reads },
                 "\(f.h.logTail())")
         #expect(f.h.bus.log.contains("queued=0"), "the second start finds nothing new: \(f.h.logTail())")
         #expect(try f.search("zephyr report").count == 1)
@@ -324,7 +324,7 @@ struct RecentFilesTests {
 
         let off = try Fixture(entries: { Self.standardEntries($0) }, privacy: "[org/gnome/desktop/privacy]\nremember-recent-files=false\n")
         _ = try off.search("anything") // starts the daemon
-        #expect(waitUntil(timeout: 20) { off.h.bus.log.contains("recent files: the bridge is off") }, "\(off.h.logTail())")
+        #expect(waitUntil(timeout: 30) { off.h.bus.log.contains("recent files: the bridge is off") }, "\(off.h.logTail())")
         #expect(try off.search("zephyr").isEmpty)
     }
 }

@@ -77,7 +77,7 @@ extension ContinuationTests {
             let second = try #require(h.waitForEvent(UA.viewer, "continue", count: 2)?.dictionary("platform")["continuation-token"] as? String)
             #expect(second != token)
             origin.process.terminate(grace: 0.5)
-            let gone = waitUntil(timeout: 5) { (try? client.property(path, "Title")) == nil }
+            let gone = waitUntil(timeout: 30) { (try? client.property(path, "Title")) == nil }
             #expect(gone, "the origin's activity outlived its connection")
             let afterwards = dbusError {
                 try receiver.call(UA.managerPath, UA.managerInterface, "OpenContinuationStream", [.string(second)])

@@ -60,7 +60,7 @@ private let errorPrefix = "org.example.UserActivity.Error."
         // identity known. Activity ids are serial numbers: the next is "2".
         let first = try client.createActivity(editType, [claimEditor])
         #expect(first == managerPath + "/activity/1")
-        _ = waitUntil(timeout: 5) {
+        _ = waitUntil(timeout: 30) {
             client.readWriteDispatch(timeoutMilliseconds: 20)
             return received == ["InterfacesAdded"]
         }
@@ -72,7 +72,7 @@ private let errorPrefix = "org.example.UserActivity.Error."
         let ping = try call(managerPath, "org.freedesktop.DBus.Peer", "Ping")
         let objects = try call(managerPath, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
         client.flush()
-        _ = waitUntil(timeout: 5) {
+        _ = waitUntil(timeout: 30) {
             client.readWriteDispatch(timeoutMilliseconds: 20)
             return received.count >= 6
         }
@@ -110,7 +110,7 @@ private let errorPrefix = "org.example.UserActivity.Error."
             try send(managerPath, managerInterface, "RegisterApplication", [.string("com.example.Editor")]),
         ]
         client.flush()
-        _ = waitUntil(timeout: 5) {
+        _ = waitUntil(timeout: 30) {
             client.readWriteDispatch(timeoutMilliseconds: 20)
             return answered.count >= sent.count
         }
@@ -158,7 +158,7 @@ private let errorPrefix = "org.example.UserActivity.Error."
             }
             return false
         }
-        _ = waitUntil(timeout: 3) {
+        _ = waitUntil(timeout: 30) {
             watcher.readWriteDispatch(timeoutMilliseconds: 50)
             return !changes.isEmpty
         }
@@ -216,7 +216,7 @@ private let errorPrefix = "org.example.UserActivity.Error."
             #expect(try observer.property(managerPath, managerInterface, "CurrentActivity") == .objectPath(path))
             owner.close()
         }
-        let cleared = waitUntil(timeout: 5) {
+        let cleared = waitUntil(timeout: 30) {
             (try? observer.property(managerPath, managerInterface, "CurrentActivity")) == .objectPath("/")
         }
         #expect(cleared)

@@ -135,7 +135,7 @@ extension Connection {
         let harness = try ServiceHarness(configDirectory: dirs.path)
         let client = try harness.client()
         try writeFileAtomically(dirs.appending("useractivity.conf"), contents: "[Privacy]\nPaused=true\nRetentionDays=7\n")
-        let applied = waitUntil(timeout: 5) {
+        let applied = waitUntil(timeout: 30) {
             (try? client.property(managerPath, managerInterface, "Paused")) == .boolean(true)
         }
         #expect(applied)

@@ -66,7 +66,7 @@ struct ReplyTrackingTests {
             let thread = Thread { loop.withThreadDefault { loop.run() } }
             self.thread = thread
             thread.start()
-            _ = waitUntil(timeout: 5) { loop.isRunning }
+            _ = waitUntil(timeout: 30) { loop.isRunning }
         }
 
         func stop() {
@@ -134,7 +134,7 @@ struct ReplyTrackingTests {
         try fixture.call("Echo", [.string("hello"), .uint32(7)], key: "echo")
         try fixture.call("Fail", key: "fail")
 
-        #expect(waitUntil(timeout: 10) { outcomes.count == 4 })
+        #expect(waitUntil(timeout: 30) { outcomes.count == 4 })
         if case .success(let reply)? = outcomes.result("echo")?.0 {
             #expect(try reply.arguments() == [.string("hello"), .uint32(7)])
         } else {
@@ -189,7 +189,7 @@ struct ReplyTrackingTests {
         usleep(200_000)
         fixture.responder.stop()
         fixture.bus.stop()
-        #expect(waitUntil(timeout: 10) { outcomes.count == 1 })
+        #expect(waitUntil(timeout: 30) { outcomes.count == 1 })
         guard case .failure(let failure)? = outcomes.result("waiting")?.0 else {
             Issue.record("the call was not failed: \(String(describing: outcomes.result("waiting")))")
             return
@@ -198,7 +198,7 @@ struct ReplyTrackingTests {
         #expect(outcomes.result("waiting")!.1 < 10)
         // Calls made afterwards fail at once too.
         try fixture.call("Echo", key: "after")
-        #expect(waitUntil(timeout: 5) { outcomes.count == 2 })
+        #expect(waitUntil(timeout: 30) { outcomes.count == 2 })
     }
 
     /// Replies sent by `rogue` that reached `connection` (the positive control
@@ -226,19 +226,19 @@ struct ReplyTrackingTests {
         let strays = try StrayReplies(on: fixture.caller.connection, from: rogue.uniqueName)
 
         try fixture.call("Hold", key: "held", destination: "com.example.Responder", acceptingReplyFrom: { $0 == owner })
-        #expect(waitUntil(timeout: 5) { !fixture.responder.held.isEmpty })
+        #expect(waitUntil(timeout: 30) { !fixture.responder.held.isEmpty })
         let call = try #require(fixture.responder.held.first)
 
         // Another connection answers first, with the call's serial.
         #expect(rogue.send(try Message.methodReturn(to: call, [.string("forged")])))
         rogue.flush()
-        #expect(waitUntil(timeout: 5) { strays.seen == 1 }, "the forged reply reached the caller's connection")
+        #expect(waitUntil(timeout: 30) { strays.seen == 1 }, "the forged reply reached the caller's connection")
         usleep(200_000)
         #expect(outcomes.result("held") == nil, "the forged reply answered the call: \(String(describing: outcomes.result("held")))")
 
         // The owner's answer decides.
         fixture.responder.connection.send(try Message.methodReturn(to: call, [.string("genuine")]))
-        #expect(waitUntil(timeout: 5) { outcomes.result("held") != nil })
+        #expect(waitUntil(timeout: 30) { outcomes.result("held") != nil })
         guard case .success(let reply)? = outcomes.result("held")?.0 else {
             Issue.record("\(String(describing: outcomes.result("held")))")
             return
@@ -260,12 +260,12 @@ struct ReplyTrackingTests {
             outcome.record("blocking", Result { () throws(DBusFailure) in try caller.call(message, timeoutMilliseconds: 10_000) })
         }
         calling.start()
-        #expect(waitUntil(timeout: 5) { !responder.held.isEmpty })
+        #expect(waitUntil(timeout: 30) { !responder.held.isEmpty })
         let call = try #require(responder.held.first)
 
         #expect(rogue.send(try Message.methodReturn(to: call, [.string("forged")])))
         rogue.flush()
-        #expect(waitUntil(timeout: 5) { outcome.result("blocking") != nil }, "the forged reply reached the blocking call")
+        #expect(waitUntil(timeout: 30) { outcome.result("blocking") != nil }, "the forged reply reached the blocking call")
         while !calling.isFinished { usleep(1000) }
         guard case .failure(let failure)? = outcome.result("blocking")?.0 else {
             Issue.record("the blocking call returned the forgery: \(String(describing: outcome.result("blocking")))")

@@ -49,10 +49,10 @@ struct ActivationTests {
         _ = try app.create(UA.editType, app: UA.editor, [("title", .string("Open document"))], becomeCurrent: true)
 
         #expect(kill(pid, SIGTERM) == 0)
-        let released = try waitUntil(timeout: 5, interval: 0.05) { try !h.nameHasOwner() }
-        #expect(released, "org.example.UserActivity still owned 5 s after SIGTERM\n\(h.logTail())")
-        let exited = waitUntil(timeout: 5, interval: 0.05) { processState(pid) != .running }
-        #expect(exited, "useractivityd[\(pid)] still running 5 s after SIGTERM\n\(h.logTail())")
+        let released = try waitUntil(timeout: 30, interval: 0.05) { try !h.nameHasOwner() }
+        #expect(released, "org.example.UserActivity still owned 30 s after SIGTERM\n\(h.logTail())")
+        let exited = waitUntil(timeout: 30, interval: 0.05) { processState(pid) != .running }
+        #expect(exited, "useractivityd[\(pid)] still running 30 s after SIGTERM\n\(h.logTail())")
         if case .zombie(let status) = processState(pid) {
             // Not reaped yet: the kernel still has its wait status.
             #expect(status == 0, "wait status \(status): exit code \(status >> 8), signal \(status & 0x7f)\n\(h.logTail())")

@@ -70,10 +70,10 @@ struct DeclarationTests {
 
         // A new app in $XDG_DATA_DIRS/applications.
         try h.session.writeDesktopEntry(appID: "com.example.Late", types: ["com.example.Late.sketch"])
-        let accepted = try waitUntil(timeout: 5, interval: 0.1) {
+        let accepted = try waitUntil(timeout: 30, interval: 0.1) {
             try h.gdbusManager("CreateActivity", lateArguments).succeeded
         }
-        #expect(accepted, "com.example.Late.sketch not accepted 5 s after the entry was written\n\(h.logTail(30))")
+        #expect(accepted, "com.example.Late.sketch not accepted 30 s after the entry was written\n\(h.logTail(30))")
 
         // A new type for an installed app, from an entry in $XDG_DATA_HOME/applications (it takes precedence).
         let annotate = ["com.example.Editor.annotate", "{'app-id': <'com.example.Editor'>}"]
@@ -81,16 +81,16 @@ struct DeclarationTests {
         #expect(notYet.gdbusErrorName == UA.error("NotDeclared"), "\(notYet)")
         try h.session.writeDesktopEntry(appID: UA.editor, types: [UA.editType, "com.example.Editor.annotate"],
                                         inDataHome: true)
-        let overridden = try waitUntil(timeout: 5, interval: 0.1) {
+        let overridden = try waitUntil(timeout: 30, interval: 0.1) {
             try h.gdbusManager("CreateActivity", annotate).succeeded
         }
-        #expect(overridden, "the $XDG_DATA_HOME entry's new type not accepted within 5 s\n\(h.logTail(30))")
+        #expect(overridden, "the $XDG_DATA_HOME entry's new type not accepted within 30 s\n\(h.logTail(30))")
 
         // Removing an entry uninstalls the app.
         try h.session.removeDesktopEntry(appID: "com.example.Late")
-        let removed = try waitUntil(timeout: 5, interval: 0.1) {
+        let removed = try waitUntil(timeout: 30, interval: 0.1) {
             try h.gdbusManager("CreateActivity", lateArguments).gdbusErrorName == UA.error("UnknownApplication")
         }
-        #expect(removed, "com.example.Late still installed 5 s after its entry was removed")
+        #expect(removed, "com.example.Late still installed 30 s after its entry was removed")
     }
 }

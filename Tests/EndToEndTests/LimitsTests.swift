@@ -32,7 +32,7 @@ struct LimitsTests {
 
         // Closing the connection ends all of its activities, and only those.
         app.close()
-        let cleaned = try waitUntil(timeout: 10, interval: 0.1) { try h.managedObjects().count == 1 }
+        let cleaned = try waitUntil(timeout: 30, interval: 0.1) { try h.managedObjects().count == 1 }
         let left = try h.managedObjects().count
         #expect(cleaned, "\(left) objects left after the 256-activity connection closed")
         #expect(try h.managedObjects()[otherPath] != nil)

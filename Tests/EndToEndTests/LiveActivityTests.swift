@@ -20,9 +20,9 @@ struct LiveActivityTests {
         #expect(jsonBool(try h.activityProperty(path, "Current")) == true)
 
         app.close()
-        let cleared = try waitUntil(timeout: 5, interval: 0.05) { try h.currentActivity() == "/" }
+        let cleared = try waitUntil(timeout: 30, interval: 0.05) { try h.currentActivity() == "/" }
         let currentNow = try h.currentActivity()
-        #expect(cleared, "CurrentActivity still \(currentNow) 5 s after the owner disconnected\n\(h.logTail(30))")
+        #expect(cleared, "CurrentActivity still \(currentNow) 30 s after the owner disconnected\n\(h.logTail(30))")
 
         let get = try h.gdbusCall(path: path, "org.freedesktop.DBus.Properties.Get", [UA.activityInterface, "Title"])
         #expect(get.gdbusErrorName == UA.unknownObject, "\(get)")
@@ -203,8 +203,8 @@ struct LiveActivityTests {
                                   becomeCurrent: true)
         #expect(try h.currentActivity() == path)
 
-        let cleared = try waitUntil(timeout: 6, interval: 0.05) { try h.currentActivity() == "/" }
-        #expect(cleared, "still current 6 s after a 1.5 s expiration\n\(h.logTail(30))")
+        let cleared = try waitUntil(timeout: 30, interval: 0.05) { try h.currentActivity() == "/" }
+        #expect(cleared, "still current 30 s after a 1.5 s expiration\n\(h.logTail(30))")
         #expect(nowMicroseconds() >= expiration, "stopped being current before its expiration date")
 
         #expect(dbusErrorName { try app.activity(path, "BecomeCurrent") } == UA.error("Expired"))

@@ -150,7 +150,7 @@ struct AdvertAndContinueTests {
             if message.member == "Continued" { continuedBy = (try? message.arguments())?.first?.stringValue }
             return false
         }
-        _ = waitUntil(timeout: 20) {
+        _ = waitUntil(timeout: 30) {
             watcher.readWriteDispatch(timeoutMilliseconds: 50)
             return continuedBy != nil
         }

@@ -42,7 +42,7 @@ struct RawBusTests {
         let answer = try control.call(destination: UA.busName, path: UA.managerPath, interface: UA.manager, member: "Search",
                                       values: [.string("plain"), .stringVariantDictionary([])])
         #expect(answer?.errorName == nil && answer?.type == 2, "a valid raw Search is answered")
-        #expect(waitUntil(timeout: 5) { Self.daemonLogged(sender: control.uniqueName, in: daemon.bus.log) },
+        #expect(waitUntil(timeout: 30) { Self.daemonLogged(sender: control.uniqueName, in: daemon.bus.log) },
                 "the daemon logged the control sender")
 
         struct Case { let name: String; let values: [TypedValue]; let signature: String?; let patch: (inout [UInt8]) -> Void }
@@ -140,7 +140,7 @@ struct RawBusTests {
         let rogue = try RawBusConnection(address: daemon.bus.address)
         try rogue.send(.methodReturn, destination: handler.client.uniqueName, path: nil, interface: nil, member: nil,
                        replySerial: HoldingHandler.straySerial, values: [.boolean(true)])
-        #expect(waitUntil(timeout: 5) { handler.held.strays.contains(rogue.uniqueName) },
+        #expect(waitUntil(timeout: 30) { handler.held.strays.contains(rogue.uniqueName) },
                 "an unrequested reply from another connection reached the handler's connection")
 
         try rogue.send(.methodReturn, destination: try #require(call.sender), path: nil, interface: nil, member: nil,
@@ -151,7 +151,7 @@ struct RawBusTests {
 
         // The real handler's answer decides.
         handler.client.connection.send(try Message.methodReturn(to: call, [.boolean(false)]))
-        #expect(waitUntil(timeout: 10) { continuing.outcome.value != nil })
+        #expect(waitUntil(timeout: 30) { continuing.outcome.value != nil })
         guard case .failure(let failure)? = continuing.outcome.value else {
             Issue.record("the continuation succeeded: \(String(describing: continuing.outcome.value))")
             return
@@ -167,13 +167,13 @@ struct RawBusTests {
         let handler = try HoldingHandler(daemon)
         let started = Date()
         let continuing = try ContinuingCaller(daemon, title: "Left behind", timeoutMilliseconds: 20_000)
-        #expect(waitUntil(timeout: 10) { handler.held.first != nil }, "the handler got no call")
+        #expect(waitUntil(timeout: 30) { handler.held.first != nil }, "the handler got no call")
         // The app goes away with the daemon's call unanswered: the bus tells
         // the daemon so (NoReply, from the bus itself).
         handler.stop()
         handler.client.connection.close()
 
-        #expect(waitUntil(timeout: 15) { continuing.outcome.value != nil })
+        #expect(waitUntil(timeout: 30) { continuing.outcome.value != nil })
         let elapsed = Date().timeIntervalSince(started)
         guard case .failure(let failure)? = continuing.outcome.value else {
             Issue.record("the continuation succeeded: \(String(describing: continuing.outcome.value))")

@@ -104,9 +104,9 @@ struct PIDReuseAttack: CustomStringConvertible {
         defer {
             bus.stop()
             attackerScope.stop()
-            _ = waitUntil(timeout: 5) { rmdir(hostScope) == 0 || errno == ENOENT }
+            _ = waitUntil(timeout: 30) { rmdir(hostScope) == 0 || errno == ENOENT }
         }
-        _ = waitUntil(timeout: 10) { Self.childOf(bus.pid) != nil }
+        _ = waitUntil(timeout: 30) { Self.childOf(bus.pid) != nil }
         let namespaceInit = try #require(Self.childOf(bus.pid), "unshare started no child")
         let script = directory.appending("pid-reuse.py")
         try writeFileAtomically(script, contents: driver)

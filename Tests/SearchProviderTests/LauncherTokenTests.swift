@@ -115,7 +115,7 @@ struct LauncherTokenTests {
         defer { connection.close() }
         let pid = try #require(try connection.call(message, timeoutMilliseconds: 25_000).arguments().first?.uint32Value)
         kill(pid_t(pid), SIGTERM)
-        #expect(waitUntil(timeout: 20) { !FileManager.default.fileExists(atPath: "/proc/\(pid)") || isZombie(pid) })
+        #expect(waitUntil(timeout: 30) { !FileManager.default.fileExists(atPath: "/proc/\(pid)") || isZombie(pid) })
         // A later call starts the daemon again by D-Bus activation (one sent while the bus
         // still had the old connection fails, hence the retries).
         var again: [String] = []

@@ -76,7 +76,7 @@ struct GnomeSearchProviderTests {
         ])])
         // gdbus call … --method org.gnome.Shell.SearchProvider2.LaunchSearch "['quarterly', 'rep']" 0
         _ = try h.gdbusOK(UA.searchProviderPath, "\(UA.searchProvider).LaunchSearch", ["['quarterly', 'rëp']", "0"])
-        #expect(waitUntil(timeout: 10) { FileManager.default.fileExists(atPath: record) }, "\(h.logTail())")
+        #expect(waitUntil(timeout: 30) { FileManager.default.fileExists(atPath: record) }, "\(h.logTail())")
         #expect(try String(contentsOfFile: record, encoding: .utf8) == "useractivity-search:quarterly%20r%C3%ABp\n")
     }
 
