@@ -259,56 +259,27 @@ extension BusClient {
 
 // MARK: - Signals
 
-/// One received signal.
-struct RecordedSignal: @unchecked Sendable {
-    let path: String
-    let interface: String
-    let member: String
-    let arguments: [TypedValue]
-
-    /// For PropertiesChanged: interface and changed properties.
-    var changedProperties: (interface: String, changed: [String: TypedValue])? {
-        guard member == "PropertiesChanged", arguments.count >= 2,
-              let interface = arguments[0].stringValue, let entries = arguments[1].stringVariantEntries
-        else { return nil }
-        return (interface, Dictionary(entries, uniquingKeysWith: { _, last in last }))
-    }
-}
-
 /// A separate connection with match rules; records signals while pumped.
 final class SignalMonitor: @unchecked Sendable {
     final class Store: @unchecked Sendable {
-        var signals: [RecordedSignal] = []
+        var signals: [DaemonSignal] = []
     }
 
     let connection: Connection
     private let store = Store()
 
     init(address: String, rules: [String]) throws {
-        connection = try Connection.bus(address: address)
         let store = self.store
-        try connection.addFilter { message in
-            if message.kind == .signal, let path = message.path, let interface = message.interface,
-               let member = message.member {
-                store.signals.append(RecordedSignal(path: path, interface: interface, member: member,
-                                                    arguments: (try? message.arguments()) ?? []))
-            }
-            return false
-        }
-        for rule in rules { try connection.addMatch(rule) }
-        // The service sends its signals only to connections that have called it.
-        _ = try connection.call(try Message.methodCall(
-            destination: UA.busName, path: UA.managerPath, interface: "org.freedesktop.DBus.Properties", member: "Get",
-            arguments: [.string(UA.managerInterface), .string("Version")]))
+        connection = try DaemonSignal.listen(address: address, rules: rules) { store.signals.append($0) }
     }
 
     deinit { connection.close() }
 
-    var signals: [RecordedSignal] { store.signals }
+    var signals: [DaemonSignal] { store.signals }
 
     /// Dispatches incoming messages until `predicate` holds or `timeout` passes.
     @discardableResult
-    func wait(timeout: Double, until predicate: ([RecordedSignal]) -> Bool) -> Bool {
+    func wait(timeout: Double, until predicate: ([DaemonSignal]) -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while true {
             if predicate(store.signals) { return true }
@@ -320,13 +291,6 @@ final class SignalMonitor: @unchecked Sendable {
     /// Dispatches whatever arrives during `seconds`.
     func drain(for seconds: Double) {
         _ = wait(timeout: seconds) { _ in false }
-    }
-
-    /// Match rule for every signal the daemon sends on an interface.
-    static func rule(interface: String, member: String? = nil) -> String {
-        var rule = "type='signal',sender='\(UA.busName)',interface='\(interface)'"
-        if let member { rule += ",member='\(member)'" }
-        return rule
     }
 }
 
