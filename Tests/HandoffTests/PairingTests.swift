@@ -129,19 +129,10 @@ struct PairingTests {
         let path = try stacks.link()
         let caller = try Connection.bus(address: stacks.a.bus.address)
         defer { caller.close() }
-        let outcome = PairOutcome()
-        let thread = Thread {
-            do {
-                _ = try caller.call(try Message.methodCall(destination: HO.busName, path: path, interface: HO.device, member: "Pair", arguments: []),
-                                    timeoutMilliseconds: 60_000)
-                outcome.set("ok")
-            } catch let error as DBusFailure {
-                outcome.set(error.name)
-            } catch {
-                outcome.set("\(error)")
-            }
+        let outcome = BackgroundCall {
+            _ = try caller.call(try Message.methodCall(destination: HO.busName, path: path, interface: HO.device, member: "Pair", arguments: []),
+                                timeoutMilliseconds: 60_000)
         }
-        thread.start()
         #expect(try agentA.readLine(timeout: 30)?.hasPrefix("REQUEST ") == true)
         #expect(try agentB.readLine(timeout: 30)?.hasPrefix("REQUEST ") == true)
         _ = try stacks.a.call(HO.busName, path, HO.device, "CancelPairing")
@@ -192,11 +183,4 @@ struct PairingTests {
             #expect(mode == 0o600, "\(file)")
         }
     }
-}
-
-final class PairOutcome: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: String?
-    var value: String? { lock.withLock { stored } }
-    func set(_ value: String) { lock.withLock { stored = value } }
 }

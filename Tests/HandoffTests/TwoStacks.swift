@@ -58,3 +58,20 @@ func errorName(_ body: () throws -> Any) -> String? {
         return "\(error)"
     }
 }
+
+/// A blocking call on a thread of its own, so the test can act while the call
+/// waits. ``value`` stays nil until the call returns, then is `ok` or what
+/// ``errorName(_:)`` makes of its error.
+final class BackgroundCall: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: String?
+
+    var value: String? { lock.withLock { stored } }
+
+    init(_ call: @escaping @Sendable () throws -> Void) {
+        Thread { [self] in
+            let outcome = errorName { try call() } ?? "ok"
+            lock.withLock { stored = outcome }
+        }.start()
+    }
+}
