@@ -257,43 +257,6 @@ extension BusClient {
     }
 }
 
-// MARK: - Signals
-
-/// A separate connection with match rules; records signals while pumped.
-final class SignalMonitor: @unchecked Sendable {
-    final class Store: @unchecked Sendable {
-        var signals: [DaemonSignal] = []
-    }
-
-    let connection: Connection
-    private let store = Store()
-
-    init(address: String, rules: [String]) throws {
-        let store = self.store
-        connection = try DaemonSignal.listen(address: address, rules: rules) { store.signals.append($0) }
-    }
-
-    deinit { connection.close() }
-
-    var signals: [DaemonSignal] { store.signals }
-
-    /// Dispatches incoming messages until `predicate` holds or `timeout` passes.
-    @discardableResult
-    func wait(timeout: Double, until predicate: ([DaemonSignal]) -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while true {
-            if predicate(store.signals) { return true }
-            if Date() >= deadline { return false }
-            connection.readWriteDispatch(timeoutMilliseconds: 20)
-        }
-    }
-
-    /// Dispatches whatever arrives during `seconds`.
-    func drain(for seconds: Double) {
-        _ = wait(timeout: seconds) { _ in false }
-    }
-}
-
 // MARK: - Processes
 
 /// How a process ended, judged from `/proc/<pid>/stat`: nil while it runs;
@@ -321,11 +284,6 @@ func processState(_ pid: pid_t) -> ProcessState {
 func commandLine(of pid: pid_t) -> [String] {
     guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return [] }
     return data.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
-}
-
-/// Unix time in microseconds.
-func nowMicroseconds() -> Int64 {
-    Int64(Date().timeIntervalSince1970 * 1_000_000)
 }
 
 /// The `<interface name="…">…</interface>` element of `xml`, from the start of

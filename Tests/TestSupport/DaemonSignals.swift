@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import DBusKit
+import Foundation
 import TypedValues
 
 /// One signal received from the daemon.
@@ -47,5 +48,43 @@ public struct DaemonSignal: Sendable {
             destination: UA.busName, path: UA.managerPath, interface: "org.freedesktop.DBus.Properties", member: "Get",
             arguments: [.string(UA.managerInterface), .string("Version")]))
         return connection
+    }
+}
+
+/// A connection of its own that records the daemon's signals matching its
+/// rules while the test pumps it (``wait(timeout:until:)``, ``drain(for:)``),
+/// on the test's thread.
+public final class SignalMonitor: @unchecked Sendable {
+    private final class Store: @unchecked Sendable {
+        var signals: [DaemonSignal] = []
+    }
+
+    public let connection: Connection
+    private let store = Store()
+
+    public init(address: String, rules: [String]) throws {
+        let store = self.store
+        connection = try DaemonSignal.listen(address: address, rules: rules) { store.signals.append($0) }
+    }
+
+    deinit { connection.close() }
+
+    /// What has been recorded so far, in the order the bus delivered it.
+    public var signals: [DaemonSignal] { store.signals }
+
+    /// Dispatches incoming messages until `predicate` holds or `timeout` passes.
+    @discardableResult
+    public func wait(timeout: Double, until predicate: ([DaemonSignal]) -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            if predicate(store.signals) { return true }
+            if Date() >= deadline { return false }
+            connection.readWriteDispatch(timeoutMilliseconds: 20)
+        }
+    }
+
+    /// Dispatches whatever arrives during `seconds`.
+    public func drain(for seconds: Double) {
+        _ = wait(timeout: seconds) { _ in false }
     }
 }
