@@ -14,6 +14,11 @@ public func repositoryRoot(filePath: String = #filePath) -> String {
     return FileManager.default.currentDirectoryPath
 }
 
+/// The wall clock in Unix microseconds, the daemon's unit for dates.
+public func nowMicroseconds() -> Int64 {
+    Int64(Date().timeIntervalSince1970 * 1_000_000)
+}
+
 /// The first line where two texts differ, for readable failures.
 public func firstDifference(_ expected: String, _ actual: String) -> String {
     let a = expected.split(separator: "\n", omittingEmptySubsequences: false)
