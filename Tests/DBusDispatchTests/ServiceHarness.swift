@@ -49,9 +49,7 @@ final class ServiceHarness: @unchecked Sendable {
             try writeFileAtomically(procRoot.appending("\(getpid())/stat"), contents: fakeProcessStat(pid: getpid()))
         }
         loop = MainLoop.withNewContext()
-        var configuration = ServiceConfiguration(
-            applicationDirectories: [session.dataHome + "/applications"] + session.dataDirs.map { $0 + "/applications" },
-            stateDirectory: stateDirectory)
+        var configuration = ServiceConfiguration(applicationDirectories: session.applicationDirectories, stateDirectory: stateDirectory)
         configuration.configDirectory = configDirectory
         if let clock { configuration.clock = clock }
         configuration.identityLookupFault = identityLookupFault
