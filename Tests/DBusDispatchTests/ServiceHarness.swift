@@ -166,13 +166,3 @@ extension Connection {
             .first?.unwrappedVariant ?? .string("")
     }
 }
-
-/// A wall clock the test moves by hand.
-final class ManualClock: @unchecked Sendable {
-    private let lock = NSLock()
-    private var microseconds: Int64
-    init(_ start: Int64) { microseconds = start }
-    var now: Int64 { lock.withLock { microseconds } }
-    func advance(days: Double) { lock.withLock { microseconds += Int64(days * 86_400_000_000) } }
-    var closure: @Sendable () -> Int64 { { self.now } }
-}
