@@ -128,11 +128,6 @@ func offload<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async thro
     }
 }
 
-struct UncheckedSendable<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
-}
-
 /// Values recorded from callbacks on other threads.
 final class Recorder<Value: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
