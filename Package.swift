@@ -34,8 +34,9 @@ let package = Package(
         // The only module that imports libdbus.
         .target(name: "DBusKit", dependencies: ["CDBus", "TypedValues"]),
         // The only module that imports GLib/GIO: main loop, the libdbus bridge,
-        // key files, file monitors.
-        .target(name: "GLibSupport", dependencies: ["CGLib", "DBusKit"]),
+        // key files, file monitors. Bookmark files are read into the core's
+        // recent-file entries, so the entry is declared once.
+        .target(name: "GLibSupport", dependencies: ["CGLib", "DBusKit", "UserActivityCore"]),
         // Plain Swift: activities, identity, declared types, limits. No D-Bus.
         .target(name: "UserActivityCore", dependencies: ["TypedValues"]),
         // SQLite-backed saved activities (the C API behind one small module).

@@ -23,7 +23,7 @@ let package = Package(
         .target(name: "TypedValues"),
         .target(name: "ActivityStore", dependencies: ["CSQLite", "TypedValues"]),
         .target(name: "DBusKit", dependencies: ["CDBus", "TypedValues"]),
-        .target(name: "GLibSupport", dependencies: ["CGLib", "DBusKit"]),
+        .target(name: "GLibSupport", dependencies: ["CGLib", "DBusKit", "UserActivityCore"]),
         .target(name: "UserActivityCore", dependencies: ["TypedValues"]),
         .target(name: "UserActivityInterfaces", dependencies: ["UserActivityCore", "TypedValues"]),
         .target(name: "TestSupport", dependencies: ["DBusKit", "TypedValues"], exclude: ["README.md"]),

@@ -33,7 +33,7 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3"),
         .target(name: "TypedValues"),
         .target(name: "DBusKit", dependencies: ["CDBus", "TypedValues"]),
-        .target(name: "GLibSupport", dependencies: ["CGLib", "DBusKit"]),
+        .target(name: "GLibSupport", dependencies: ["CGLib", "DBusKit", "UserActivityCore"]),
         .target(name: "UserActivityCore", dependencies: ["TypedValues"]),
         .target(name: "ActivityStore", dependencies: ["CSQLite", "TypedValues"]),
         // Shared with Tests/HardeningTests (symlinked there): generators and properties.

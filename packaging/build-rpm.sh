@@ -18,15 +18,9 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
-output="$root/.build-pkg-out/rpm"
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --output|-o) output="$2"; shift 2 ;;
-    --output=*) output="${1#*=}"; shift ;;
-    -h|--help) sed -n '3,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
-    *) echo "build-rpm.sh: unknown argument $1" >&2; exit 2 ;;
-  esac
-done
+# shellcheck source=packaging/output-option.sh
+. "$root/packaging/output-option.sh"
+parse_output_option "$root/.build-pkg-out/rpm" "$@"
 command -v rpmbuild >/dev/null || { echo "build-rpm.sh: rpmbuild is missing (Debian: apt-get install rpm)" >&2; exit 1; }
 mkdir -p "$output"
 output="$(cd "$output" && pwd)"

@@ -100,29 +100,23 @@ extension SavedActivity {
     }
 }
 
-/// One search result; ``score`` is higher for better matches (see
+/// A saved activity as a ranked answer; ``score`` is higher for a better one.
+public struct ScoredActivity<Activity: Sendable & Equatable>: Sendable, Equatable {
+    public var activity: Activity
+    public var score: Double
+
+    public init(activity: Activity, score: Double) {
+        self.activity = activity
+        self.score = score
+    }
+}
+
+/// One search result (see
 /// ``ActivityStore/search(query:limit:appID:activityTypes:now:)``).
-public struct SearchHit: Sendable, Equatable {
-    public var activity: SavedActivitySummary
-    public var score: Double
+public typealias SearchHit = ScoredActivity<SavedActivitySummary>
 
-    public init(activity: SavedActivitySummary, score: Double) {
-        self.activity = activity
-        self.score = score
-    }
-}
-
-/// One suggestion; ``score`` is higher for better suggestions (see
-/// ``ActivityStore/suggestions(limit:appID:now:)``).
-public struct SuggestionHit: Sendable, Equatable {
-    public var activity: SavedActivity
-    public var score: Double
-
-    public init(activity: SavedActivity, score: Double) {
-        self.activity = activity
-        self.score = score
-    }
-}
+/// One suggestion (see ``ActivityStore/suggestions(limit:appID:now:)``).
+public typealias SuggestionHit = ScoredActivity<SavedActivity>
 
 /// Settings of the open database, for diagnostics and tests.
 public struct StoreInfo: Sendable, Equatable {

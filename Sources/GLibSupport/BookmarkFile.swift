@@ -1,52 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import CGLib
-
-/// One application that recorded a bookmark (`<bookmark:application>`).
-public struct BookmarkApplication: Sendable, Equatable {
-    /// `name=`: what the app calls itself (`gedit`, `org.gnome.TextEditor`, `Firefox`).
-    public var name: String
-    /// `exec=`: its command line, `%u`/`%f` unexpanded (`'gedit %u'`).
-    public var exec: String
-    /// `count=`: how many times it recorded the bookmark.
-    public var count: UInt32
-    /// `modified=`: when it last did (Unix µs; 0 when absent).
-    public var stamp: Int64
-
-    public init(name: String, exec: String, count: UInt32, stamp: Int64) {
-        self.name = name
-        self.exec = exec
-        self.count = count
-        self.stamp = stamp
-    }
-}
-
-/// One `<bookmark>` of an XBEL file such as `recently-used.xbel`.
-public struct Bookmark: Sendable, Equatable {
-    public var uri: String
-    /// `<title>`, empty when absent.
-    public var title: String
-    /// `<mime:mime-type type=…>`, empty when absent.
-    public var mimeType: String
-    /// `<bookmark:private/>`: only the recording apps should see it.
-    public var isPrivate: Bool
-    /// Unix µs; 0 when absent.
-    public var added: Int64
-    public var modified: Int64
-    public var visited: Int64
-    public var applications: [BookmarkApplication]
-
-    public init(uri: String, title: String = "", mimeType: String = "", isPrivate: Bool = false,
-                added: Int64 = 0, modified: Int64 = 0, visited: Int64 = 0, applications: [BookmarkApplication] = []) {
-        self.uri = uri
-        self.title = title
-        self.mimeType = mimeType
-        self.isPrivate = isPrivate
-        self.added = added
-        self.modified = modified
-        self.visited = visited
-        self.applications = applications
-    }
-}
+import UserActivityCore
 
 /// Reads XBEL bookmark files (the desktop's recently-used list) with GLib's
 /// `GBookmarkFile`, the parser GTK itself writes them with.
@@ -55,7 +9,7 @@ public enum BookmarkFile {
     ///
     /// - Throws: ``FileFailure`` with GLib's message when the file is missing
     ///   or is not valid XBEL.
-    public static func read(path: String) throws -> [Bookmark] {
+    public static func read(path: String) throws -> [RecentFileEntry] {
         let file = g_bookmark_file_new()!
         defer { g_bookmark_file_free(file) }
         var error: UnsafeMutablePointer<GError>?
@@ -67,7 +21,7 @@ public enum BookmarkFile {
         var count: gsize = 0
         guard let uris = g_bookmark_file_get_uris(file, &count) else { return [] }
         defer { g_strfreev(uris) }
-        var result: [Bookmark] = []
+        var result: [RecentFileEntry] = []
         result.reserveCapacity(Int(count))
         for index in 0..<Int(count) {
             guard let raw = uris[index] else { continue }
@@ -76,13 +30,12 @@ public enum BookmarkFile {
         return result
     }
 
-    private static func bookmark(_ file: OpaquePointer, uri raw: UnsafeMutablePointer<gchar>) -> Bookmark {
-        var entry = Bookmark(uri: String(cString: raw))
+    private static func bookmark(_ file: OpaquePointer, uri raw: UnsafeMutablePointer<gchar>) -> RecentFileEntry {
+        var entry = RecentFileEntry(uri: String(cString: raw))
         // Absent fields are GLib errors here; they only mean "not set".
         entry.title = take(g_bookmark_file_get_title(file, raw, nil)) ?? ""
         entry.mimeType = take(g_bookmark_file_get_mime_type(file, raw, nil)) ?? ""
         entry.isPrivate = g_bookmark_file_get_is_private(file, raw, nil) != 0
-        entry.added = microseconds(g_bookmark_file_get_added_date_time(file, raw, nil))
         entry.modified = microseconds(g_bookmark_file_get_modified_date_time(file, raw, nil))
         entry.visited = microseconds(g_bookmark_file_get_visited_date_time(file, raw, nil))
         var count: gsize = 0
@@ -94,8 +47,8 @@ public enum BookmarkFile {
                 var uses: guint = 0
                 var stamp: OpaquePointer?
                 guard g_bookmark_file_get_application_info(file, raw, name, &exec, &uses, &stamp, nil) != 0 else { continue }
-                entry.applications.append(BookmarkApplication(name: String(cString: name), exec: take(exec) ?? "",
-                                                              count: UInt32(uses), stamp: microseconds(stamp)))
+                entry.applications.append(.init(name: String(cString: name), exec: take(exec) ?? "",
+                                               count: UInt32(uses), stamp: microseconds(stamp)))
             }
         }
         return entry

@@ -160,21 +160,16 @@ final class RecentFilesBridge {
         let generation = self.generation
         isReading = true
         context.loop.inBackground(name: "recent-files", { () -> ReadOutcome in
-            let bookmarks: [Bookmark]
+            let entries: [RecentFileEntry]
             do {
-                bookmarks = try BookmarkFile.read(path: path)
+                entries = try BookmarkFile.read(path: path)
             } catch {
                 return .failure("\(error)")
-            }
-            let entries = bookmarks.map { bookmark in
-                RecentFileEntry(uri: bookmark.uri, title: bookmark.title, mimeType: bookmark.mimeType, isPrivate: bookmark.isPrivate,
-                                modified: bookmark.modified, visited: bookmark.visited,
-                                applications: bookmark.applications.map { .init(name: $0.name, exec: $0.exec, count: $0.count, stamp: $0.stamp) })
             }
             // Oldest first: the store's last-use order then matches the file's.
             let documents = RecentFiles.documents(entries, matcher: RecentAppMatcher(catalog: catalog), home: home, now: now, maxAgeDays: maxAge)
                 .sorted { $0.lastUsed < $1.lastUsed }
-            return .success(entries: bookmarks.count, documents: documents)
+            return .success(entries: entries.count, documents: documents)
         }, then: { [weak self] result in
             guard let self else { return }
             isReading = false

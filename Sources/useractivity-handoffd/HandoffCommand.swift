@@ -101,17 +101,3 @@ enum HandoffCommand {
 extension HandoffError: CustomStringConvertible {
     var description: String { "\(name): \(message)" }
 }
-
-/// The process environment as a dictionary, without Foundation.
-func processEnvironment() -> [String: String] {
-    var environment: [String: String] = [:]
-    var entry = environ
-    while let pointer = entry.pointee {
-        let text = String(cString: pointer)
-        if let equals = text.firstIndex(of: "=") {
-            environment[String(text[..<equals])] = String(text[text.index(after: equals)...])
-        }
-        entry += 1
-    }
-    return environment
-}

@@ -9,6 +9,20 @@ struct OutputOptions: ParsableArguments {
     var json = false
 }
 
+/// A new activity: its type, then its properties (`become-current`, `donate`).
+struct NewActivityArguments: ParsableArguments {
+    @Argument(help: ArgumentHelp("The activity type, declared by the app in X-UserActivityTypes.", valueName: "activity-type"))
+    var activityType: String
+
+    @OptionGroup var properties: ActivityOptions
+
+    /// BecomeCurrent's and Donate's `(s a{sv})`; a bad property value fails
+    /// here, before the daemon is called.
+    func callArguments() throws(CLIError) -> [TypedValue] {
+        [.string(activityType), .stringVariantDictionary(try properties.properties())]
+    }
+}
+
 /// The activity properties a command can set, as the daemon's kebab-case
 /// `a{sv}` keys (`become-current`, `donate`, `continue`).
 struct ActivityOptions: ParsableArguments {

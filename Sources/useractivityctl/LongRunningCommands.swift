@@ -14,17 +14,14 @@ struct BecomeCurrent: ParsableCommand {
         (exit 0) or when the daemon stops (exit 69). To save something without keeping a process, use donate.
         """)
 
-    @Argument(help: ArgumentHelp("The activity type, declared by the app in X-UserActivityTypes.", valueName: "activity-type"))
-    var activityType: String
-
-    @OptionGroup var activity: ActivityOptions
+    @OptionGroup var activity: NewActivityArguments
     @OptionGroup var output: OutputOptions
 
     func run() throws {
-        let properties = try activity.properties()
+        let arguments = try activity.callArguments()
         let client = try ServiceClient()
         Interrupts.install()
-        let reply = try client.call("BecomeCurrent", [.string(activityType), .stringVariantDictionary(properties)])
+        let reply = try client.call("BecomeCurrent", arguments)
         guard let path = reply.first?.objectPathValue else { throw CLIError("BecomeCurrent answered without an object path") }
 
         let events = SignalQueue()
@@ -34,7 +31,7 @@ struct BecomeCurrent: ParsableCommand {
         try client.addMatch("type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(UA.busName)'")
 
         if output.json { try Output.json(["activity": path]) } else { Output.line(path) }
-        Output.error("\(activityType) is current at \(path); it lasts while this command runs. Press Ctrl-C to end it.")
+        Output.error("\(activity.activityType) is current at \(path); it lasts while this command runs. Press Ctrl-C to end it.")
 
         // The signal of its becoming current may arrive after the match is added:
         // only changes from what is already known are news.

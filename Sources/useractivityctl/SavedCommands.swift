@@ -29,16 +29,13 @@ struct Donate: ParsableCommand {
         blocked app or type, nothing is saved and an empty line is printed.
         """)
 
-    @Argument(help: ArgumentHelp("The activity type, declared by the app in X-UserActivityTypes.", valueName: "activity-type"))
-    var activityType: String
-
-    @OptionGroup var activity: ActivityOptions
+    @OptionGroup var activity: NewActivityArguments
     @OptionGroup var output: OutputOptions
 
     func run() throws {
-        let properties = try activity.properties()
+        let arguments = try activity.callArguments()
         let client = try ServiceClient()
-        let savedID = try client.call("Donate", [.string(activityType), .stringVariantDictionary(properties)]).first?.stringValue ?? ""
+        let savedID = try client.call("Donate", arguments).first?.stringValue ?? ""
         if output.json { try Output.json(["saved-id": savedID]) } else { Output.line(savedID) }
     }
 }

@@ -100,18 +100,3 @@ struct DaemonError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
 }
-
-/// The process environment as a dictionary (what `ProcessInfo` would give,
-/// without linking Foundation).
-func processEnvironment() -> [String: String] {
-    var environment: [String: String] = [:]
-    var entry = environ
-    while let pointer = entry.pointee {
-        let text = String(cString: pointer)
-        if let equals = text.firstIndex(of: "=") {
-            environment[String(text[..<equals])] = String(text[text.index(after: equals)...])
-        }
-        entry += 1
-    }
-    return environment
-}

@@ -219,41 +219,6 @@ extension BusClient {
     }
 }
 
-/// Records the daemon's signals.
-final class SignalRecorder: @unchecked Sendable {
-    final class Store: @unchecked Sendable { var signals: [(path: String, member: String, arguments: [TypedValue])] = [] }
-    let connection: Connection
-    let store = Store()
-
-    init(address: String, rule: String) throws {
-        connection = try Connection.bus(address: address)
-        let store = self.store
-        try connection.addFilter { message in
-            if message.kind == .signal, let path = message.path, let member = message.member {
-                store.signals.append((path, member, (try? message.arguments()) ?? []))
-            }
-            return false
-        }
-        try connection.addMatch(rule)
-        // The service sends its signals only to connections that have called it.
-        _ = try connection.call(try Message.methodCall(
-            destination: UA.busName, path: UA.managerPath, interface: "org.freedesktop.DBus.Properties", member: "Get",
-            arguments: [.string(UA.managerInterface), .string("Version")]))
-    }
-
-    deinit { connection.close() }
-
-    /// Dispatches until `predicate` holds or `timeout` passes.
-    func wait(timeout: Double, until predicate: ([(path: String, member: String, arguments: [TypedValue])]) -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while true {
-            if predicate(store.signals) { return true }
-            if Date() >= deadline { return false }
-            connection.readWriteDispatch(timeoutMilliseconds: 20)
-        }
-    }
-}
-
 struct FixtureFailure: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
@@ -284,9 +249,6 @@ func desktopQuote(_ argument: String) -> String {
     }
     return quoted + "\""
 }
-
-/// Unix time in microseconds.
-func nowMicroseconds() -> Int64 { Int64(Date().timeIntervalSince1970 * 1_000_000) }
 
 /// A JSON number as Int.
 func jsonInt(_ value: Any?) -> Int? { (value as? NSNumber)?.intValue }

@@ -25,14 +25,14 @@ extension ContinuationTests {
             let h = try ContinuationHarness(apps: Self.apps)
             try h.startHandler(UA.viewer)
             let (_, path) = try Self.origin(h, props: "{'title': <'Draft'>, 'user-info': <{'page': <3>}>}")
-            let recorder = try SignalRecorder(address: h.bus.address,
-                                              rule: "type='signal',sender='\(UA.busName)',interface='\(UA.activityInterface)',member='Continued'")
+            let recorder = try SignalMonitor(address: h.bus.address,
+                                             rules: [DaemonSignal.rule(interface: UA.activityInterface, member: "Continued")])
             let client = try h.connect()
             #expect(try client.continueLive(path, options: [("target-app-id", .string(UA.viewer))]) == UA.viewer, "\(h.logTail())")
 
             let seen = recorder.wait(timeout: 5) { $0.contains { $0.path == path && $0.member == "Continued" } }
             #expect(seen, "Continued not emitted on \(path)")
-            let signal = recorder.store.signals.first { $0.member == "Continued" }
+            let signal = recorder.signals.first { $0.member == "Continued" }
             #expect(signal?.arguments == [.string(UA.viewer)])
 
             let event = try #require(h.waitForEvent(UA.viewer, "continue"))
@@ -45,7 +45,7 @@ extension ContinuationTests {
             // Without a target the publisher itself (Editor, with a handler) is preferred.
             #expect(try client.continueLive(path) == UA.editor)
             #expect(recorder.wait(timeout: 5) { $0.filter { $0.member == "Continued" }.count == 2 })
-            #expect(recorder.store.signals.last?.arguments == [.string(UA.editor)])
+            #expect(recorder.signals.last?.arguments == [.string(UA.editor)])
         }
 
         @Test("A failed continuation emits no Continued")
@@ -53,8 +53,8 @@ extension ContinuationTests {
             let h = try ContinuationHarness(apps: Self.apps)
             try h.startHandler(UA.viewer, answer: "false")
             let (_, path) = try Self.origin(h, props: "{'title': <'Draft'>}")
-            let recorder = try SignalRecorder(address: h.bus.address,
-                                              rule: "type='signal',sender='\(UA.busName)',interface='\(UA.activityInterface)',member='Continued'")
+            let recorder = try SignalMonitor(address: h.bus.address,
+                                             rules: [DaemonSignal.rule(interface: UA.activityInterface, member: "Continued")])
             let client = try h.connect()
             #expect(dbusError { try client.continueLive(path, options: [("target-app-id", .string(UA.viewer))]) }?.name
                     == UA.error("ContinuationFailed"))

@@ -84,7 +84,7 @@ extension Connection {
     }
 
     @Test func retentionPurgesEntriesUnusedForTooLong() throws {
-        let clock = ManualClock(1_800_000_000_000_000)
+        let clock = ManualWallClock(start: 1_800_000_000_000_000)
         let harness = try ServiceHarness(clock: clock.closure)
         let client = try harness.client()
         _ = try client.donate(editType, app: ServiceHarness.editor, title: "old note")
@@ -98,7 +98,7 @@ extension Connection {
     }
 
     @Test func maxSavedPerApplicationKeepsTheMostRecent() throws {
-        let clock = ManualClock(1_800_000_000_000_000)
+        let clock = ManualWallClock(start: 1_800_000_000_000_000)
         let harness = try ServiceHarness(clock: clock.closure)
         let client = try harness.client()
         for n in 1...5 {
@@ -113,7 +113,7 @@ extension Connection {
     }
 
     @Test func forgetMethods() throws {
-        let clock = ManualClock(1_800_000_000_000_000)
+        let clock = ManualWallClock(start: 1_800_000_000_000_000)
         let harness = try ServiceHarness(clock: clock.closure)
         let client = try harness.client()
         _ = try client.donate(editType, app: ServiceHarness.editor, title: "a note")

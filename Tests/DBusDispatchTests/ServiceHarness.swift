@@ -49,9 +49,7 @@ final class ServiceHarness: @unchecked Sendable {
             try writeFileAtomically(procRoot.appending("\(getpid())/stat"), contents: fakeProcessStat(pid: getpid()))
         }
         loop = MainLoop.withNewContext()
-        var configuration = ServiceConfiguration(
-            applicationDirectories: [session.dataHome + "/applications"] + session.dataDirs.map { $0 + "/applications" },
-            stateDirectory: stateDirectory)
+        var configuration = ServiceConfiguration(applicationDirectories: session.applicationDirectories, stateDirectory: stateDirectory)
         configuration.configDirectory = configDirectory
         if let clock { configuration.clock = clock }
         configuration.identityLookupFault = identityLookupFault
@@ -167,14 +165,4 @@ extension Connection {
         try callService(on: path, "org.freedesktop.DBus.Properties", "Get", [.string(interface), .string(name)])
             .first?.unwrappedVariant ?? .string("")
     }
-}
-
-/// A wall clock the test moves by hand.
-final class ManualClock: @unchecked Sendable {
-    private let lock = NSLock()
-    private var microseconds: Int64
-    init(_ start: Int64) { microseconds = start }
-    var now: Int64 { lock.withLock { microseconds } }
-    func advance(days: Double) { lock.withLock { microseconds += Int64(days * 86_400_000_000) } }
-    var closure: @Sendable () -> Int64 { { self.now } }
 }

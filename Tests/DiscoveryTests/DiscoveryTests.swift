@@ -22,17 +22,29 @@ private func readEvent(_ probe: ChildProcess, timeout: Double, seen: inout [Stri
     return nil
 }
 
+/// The probe and two linked desktops whose Avahi daemons have started; the
+/// caller tears the link down.
+private func desktopsWithAvahi() throws -> (probe: String, link: TwoDesktopLink) {
+    let probe = try BuiltProducts.executable(named: "handoff-discovery-probe")
+    let link = try TwoDesktopLink()
+    do {
+        #expect(try link.waitForAvahi(0), "Avahi did not start in A\n\(link.logs)")
+        #expect(try link.waitForAvahi(1), "Avahi did not start in B\n\(link.logs)")
+    } catch {
+        link.tearDown()
+        throw error
+    }
+    return (probe, link)
+}
+
 @Suite("Discovery across two network namespaces", .serialized)
 struct NamespaceDiscoveryTests {
     @Test("B browses and finds A's instance with A's address, port and TXT, follows its TXT as A turns discoverable on and off, and loses it when A stops",
           .enabled(if: TwoDesktopLink.skipReason == nil, "\(TwoDesktopLink.skipReason ?? "")"),
           .timeLimit(.minutes(2)))
     func publishAndBrowse() throws {
-        let probe = try BuiltProducts.executable(named: "handoff-discovery-probe")
-        let link = try TwoDesktopLink()
+        let (probe, link) = try desktopsWithAvahi()
         defer { link.tearDown() }
-        #expect(try link.waitForAvahi(0), "Avahi did not start in A\n\(link.logs)")
-        #expect(try link.waitForAvahi(1), "Avahi did not start in B\n\(link.logs)")
 
         let publisher = try link.spawn(in: 0, probe, ["publish", "--port", "48311", "--txt", "id=0123456789abcdef", "--txt", "v=1"])
         defer { publisher.terminate() }
@@ -83,11 +95,8 @@ struct NamespaceDiscoveryTests {
           .enabled(if: TwoDesktopLink.skipReason == nil, "\(TwoDesktopLink.skipReason ?? "")"),
           .timeLimit(.minutes(2)))
     func discoverableNameAndRandomInstance() throws {
-        let probe = try BuiltProducts.executable(named: "handoff-discovery-probe")
-        let link = try TwoDesktopLink()
+        let (probe, link) = try desktopsWithAvahi()
         defer { link.tearDown() }
-        #expect(try link.waitForAvahi(0), "\(link.logs)")
-        #expect(try link.waitForAvahi(1), "\(link.logs)")
         var lines: [String] = []
 
         var instances: [String] = []
@@ -112,11 +121,8 @@ extension NamespaceDiscoveryTests {
           .enabled(if: TwoDesktopLink.skipReason == nil, "\(TwoDesktopLink.skipReason ?? "")"),
           .timeLimit(.minutes(2)))
     func avahiRestarts() throws {
-        let probe = try BuiltProducts.executable(named: "handoff-discovery-probe")
-        let link = try TwoDesktopLink()
+        let (probe, link) = try desktopsWithAvahi()
         defer { link.tearDown() }
-        #expect(try link.waitForAvahi(0), "\(link.logs)")
-        #expect(try link.waitForAvahi(1), "\(link.logs)")
         var lines: [String] = []
         let publisher = try link.spawn(in: 0, probe, ["publish", "--port", "48313", "--txt", "id=beef"])
         defer { publisher.terminate() }

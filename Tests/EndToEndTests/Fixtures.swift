@@ -257,79 +257,6 @@ extension BusClient {
     }
 }
 
-// MARK: - Signals
-
-/// One received signal.
-struct RecordedSignal: @unchecked Sendable {
-    let path: String
-    let interface: String
-    let member: String
-    let arguments: [TypedValue]
-
-    /// For PropertiesChanged: interface and changed properties.
-    var changedProperties: (interface: String, changed: [String: TypedValue])? {
-        guard member == "PropertiesChanged", arguments.count >= 2,
-              let interface = arguments[0].stringValue, let entries = arguments[1].stringVariantEntries
-        else { return nil }
-        return (interface, Dictionary(entries, uniquingKeysWith: { _, last in last }))
-    }
-}
-
-/// A separate connection with match rules; records signals while pumped.
-final class SignalMonitor: @unchecked Sendable {
-    final class Store: @unchecked Sendable {
-        var signals: [RecordedSignal] = []
-    }
-
-    let connection: Connection
-    private let store = Store()
-
-    init(address: String, rules: [String]) throws {
-        connection = try Connection.bus(address: address)
-        let store = self.store
-        try connection.addFilter { message in
-            if message.kind == .signal, let path = message.path, let interface = message.interface,
-               let member = message.member {
-                store.signals.append(RecordedSignal(path: path, interface: interface, member: member,
-                                                    arguments: (try? message.arguments()) ?? []))
-            }
-            return false
-        }
-        for rule in rules { try connection.addMatch(rule) }
-        // The service sends its signals only to connections that have called it.
-        _ = try connection.call(try Message.methodCall(
-            destination: UA.busName, path: UA.managerPath, interface: "org.freedesktop.DBus.Properties", member: "Get",
-            arguments: [.string(UA.managerInterface), .string("Version")]))
-    }
-
-    deinit { connection.close() }
-
-    var signals: [RecordedSignal] { store.signals }
-
-    /// Dispatches incoming messages until `predicate` holds or `timeout` passes.
-    @discardableResult
-    func wait(timeout: Double, until predicate: ([RecordedSignal]) -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while true {
-            if predicate(store.signals) { return true }
-            if Date() >= deadline { return false }
-            connection.readWriteDispatch(timeoutMilliseconds: 20)
-        }
-    }
-
-    /// Dispatches whatever arrives during `seconds`.
-    func drain(for seconds: Double) {
-        _ = wait(timeout: seconds) { _ in false }
-    }
-
-    /// Match rule for every signal the daemon sends on an interface.
-    static func rule(interface: String, member: String? = nil) -> String {
-        var rule = "type='signal',sender='\(UA.busName)',interface='\(interface)'"
-        if let member { rule += ",member='\(member)'" }
-        return rule
-    }
-}
-
 // MARK: - Processes
 
 /// How a process ended, judged from `/proc/<pid>/stat`: nil while it runs;
@@ -357,11 +284,6 @@ func processState(_ pid: pid_t) -> ProcessState {
 func commandLine(of pid: pid_t) -> [String] {
     guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return [] }
     return data.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
-}
-
-/// Unix time in microseconds.
-func nowMicroseconds() -> Int64 {
-    Int64(Date().timeIntervalSince1970 * 1_000_000)
 }
 
 /// The `<interface name="…">…</interface>` element of `xml`, from the start of

@@ -11,7 +11,7 @@ struct LiveActivityTests {
     func disconnectWhileCurrent() throws {
         let h = try DaemonHarness()
         try h.activate()
-        let monitor = try h.monitor([SignalMonitor.rule(interface: "org.freedesktop.DBus.ObjectManager")])
+        let monitor = try h.monitor([DaemonSignal.rule(interface: "org.freedesktop.DBus.ObjectManager")])
 
         let app = try h.connect()
         let path = try app.create(UA.editType, app: UA.editor, [("title", .string("Open document"))], becomeCurrent: true)
@@ -41,7 +41,7 @@ struct LiveActivityTests {
     func objectManager() throws {
         let h = try DaemonHarness()
         try h.activate()
-        let monitor = try h.monitor([SignalMonitor.rule(interface: "org.freedesktop.DBus.ObjectManager")])
+        let monitor = try h.monitor([DaemonSignal.rule(interface: "org.freedesktop.DBus.ObjectManager")])
         #expect(try h.managedObjects().isEmpty)
 
         let app = try h.connect()
@@ -105,7 +105,7 @@ struct LiveActivityTests {
     func propertiesAndCurrentTransitions() throws {
         let h = try DaemonHarness()
         try h.activate()
-        let monitor = try h.monitor([SignalMonitor.rule(interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged")])
+        let monitor = try h.monitor([DaemonSignal.rule(interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged")])
         let app = try h.connect()
         let x = try app.create(UA.editType, app: UA.editor, [("title", .string("One"))])
 
@@ -134,10 +134,10 @@ struct LiveActivityTests {
         #expect(sets.count == 1 && sets.first?.changed == ["Title": .string("Three")], "\(sets)")
 
         // Current transitions: x becomes current.
-        func currentOf(_ path: String, in signals: ArraySlice<RecordedSignal>) -> [Bool] {
+        func currentOf(_ path: String, in signals: ArraySlice<DaemonSignal>) -> [Bool] {
             signals.filter { $0.path == path }.compactMap { $0.changedProperties?.changed["Current"]?.boolValue }
         }
-        func managerCurrent(in signals: ArraySlice<RecordedSignal>) -> [String] {
+        func managerCurrent(in signals: ArraySlice<DaemonSignal>) -> [String] {
             signals.filter { $0.path == UA.managerPath }
                 .compactMap { $0.changedProperties?.changed["CurrentActivity"]?.objectPathValue }
         }

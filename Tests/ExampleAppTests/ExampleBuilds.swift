@@ -37,16 +37,6 @@ struct ExampleApp: Sendable, CustomStringConvertible {
     }
 }
 
-/// The repository root (the directory holding Package.swift above this file).
-func repositoryRoot(filePath: String = #filePath) -> String {
-    var dir = (filePath as NSString).deletingLastPathComponent
-    while dir != "/" && !dir.isEmpty {
-        if FileManager.default.fileExists(atPath: "\(dir)/Package.swift") { return dir }
-        dir = (dir as NSString).deletingLastPathComponent
-    }
-    return FileManager.default.currentDirectoryPath
-}
-
 struct ExampleFailure: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }

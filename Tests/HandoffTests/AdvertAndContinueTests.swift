@@ -165,14 +165,14 @@ struct AdvertAndContinueTests {
         // A's owner never answers SaveActivity (no handler registered... the
         // service then uses the data as they are), so stop A's daemon instead.
         stacks.a.killHandoffd()
-        let name = errorName { try stacks.b.call(HO.busName, onB, HO.device, "ContinueActivity", [.dictionary(keyType: "s", valueType: "v", [])]) }
+        let name = dbusErrorName { try stacks.b.call(HO.busName, onB, HO.device, "ContinueActivity", [.dictionary(keyType: "s", valueType: "v", [])]) }
         #expect(name == "org.example.UserActivity.Error.ConnectionUnavailable", "\(stacks.logs)")
     }
 
     @Test func continuingAnUnpairedDeviceIsNotPaired() throws {
         let stacks = try TwoStacks()
         let path = try stacks.link()
-        let name = errorName { try stacks.a.call(HO.busName, path, HO.device, "ContinueActivity", [.dictionary(keyType: "s", valueType: "v", [])]) }
+        let name = dbusErrorName { try stacks.a.call(HO.busName, path, HO.device, "ContinueActivity", [.dictionary(keyType: "s", valueType: "v", [])]) }
         #expect(name == "org.example.UserActivity.Error.NotPaired")
     }
 
@@ -181,7 +181,7 @@ struct AdvertAndContinueTests {
         let (_, onB) = try stacks.pair()
         _ = try stacks.a.becomeCurrent(app: UA.editor, type: UA.editType, [("title", .string("Nowhere to go"))])
         #expect(stacks.b.waitForDevice(onB, "CurrentActivity", { title($0) == "Nowhere to go" }), "\(stacks.logs)")
-        let name = errorName { try stacks.b.call(HO.busName, onB, HO.device, "ContinueActivity", [.dictionary(keyType: "s", valueType: "v", [])]) }
+        let name = dbusErrorName { try stacks.b.call(HO.busName, onB, HO.device, "ContinueActivity", [.dictionary(keyType: "s", valueType: "v", [])]) }
         #expect(name == "org.example.UserActivity.Error.NoHandler", "\(name ?? "ok")")
     }
 
@@ -192,7 +192,7 @@ struct AdvertAndContinueTests {
         #expect(stacks.b.waitForDevice(onB, "CurrentActivity", { title($0) == "Short lived" }), "\(stacks.logs)")
         _ = try stacks.a.call(UA.busName, activity, UA.activityInterface, "Invalidate")
         #expect(stacks.b.waitForDevice(onB, "CurrentActivity", { $0?.stringVariantEntries?.isEmpty == true }), "\(stacks.logs)")
-        let name = errorName { try stacks.b.call(HO.busName, onB, HO.device, "ContinueActivity", [.dictionary(keyType: "s", valueType: "v", [])]) }
+        let name = dbusErrorName { try stacks.b.call(HO.busName, onB, HO.device, "ContinueActivity", [.dictionary(keyType: "s", valueType: "v", [])]) }
         #expect(name == "org.example.UserActivity.Error.HandoffFailed", "\(name ?? "ok")")
     }
 }

@@ -86,31 +86,15 @@ struct NeedsSaveTests {
         #expect(stacks.b.waitForDevice(onB, "CurrentActivity", { title($0) == "Unsaved" }), "\(stacks.logs)")
         // The continue call waits on its own connection while the owner is asked to save.
         let caller = try Connection.bus(address: stacks.b.bus.address)
-        let outcome = OutcomeBox()
-        let thread = Thread {
-            do {
-                let message = try Message.methodCall(destination: HO.busName, path: onB, interface: HO.device, member: "ContinueActivity",
-                                                     arguments: [.dictionary(keyType: "s", valueType: "v", [.init(key: .string("timeout-ms"), value: .variant(.uint32(60_000)))])])
-                _ = try caller.call(message, timeoutMilliseconds: 60_000)
-                outcome.set("ok")
-            } catch let error as DBusFailure {
-                outcome.set(error.name)
-            } catch {
-                outcome.set("\(error)")
-            }
+        let outcome = BackgroundCall {
+            let message = try Message.methodCall(destination: HO.busName, path: onB, interface: HO.device, member: "ContinueActivity",
+                                                 arguments: [.dictionary(keyType: "s", valueType: "v", [.init(key: .string("timeout-ms"), value: .variant(.uint32(60_000)))])])
+            _ = try caller.call(message, timeoutMilliseconds: 60_000)
         }
-        thread.start()
         #expect(try owner.readLine(timeout: 20) == "SAVE")
         stacks.a.killHandoffd()
         #expect(waitUntil(timeout: 30) { outcome.value != nil })
         #expect(outcome.value == "org.example.UserActivity.Error.ConnectionUnavailable", "\(stacks.logs)")
         caller.close()
     }
-}
-
-final class OutcomeBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: String?
-    var value: String? { lock.withLock { stored } }
-    func set(_ value: String) { lock.withLock { stored = value } }
 }

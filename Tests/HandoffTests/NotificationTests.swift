@@ -70,7 +70,7 @@ struct NotificationTests {
         _ = try stacks.a.startAgent(accept: true)
         _ = try startServer(stacks.b, invoking: "decline")
         let path = try stacks.link()
-        #expect(errorName { try stacks.a.call(HO.busName, path, HO.device, "Pair") } == "org.example.UserActivity.Error.PairingRefused")
+        #expect(dbusErrorName { try stacks.a.call(HO.busName, path, HO.device, "Pair") } == "org.example.UserActivity.Error.PairingRefused")
     }
 
     @Test func aContinuableActivityIsOfferedAndWithdrawn() throws {

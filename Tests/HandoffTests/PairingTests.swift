@@ -50,7 +50,7 @@ struct PairingTests {
         _ = try stacks.a.startAgent(accept: true)
         _ = try stacks.b.startAgent(accept: false)
         let path = try stacks.link()
-        #expect(errorName { try stacks.a.call(HO.busName, path, HO.device, "Pair") } == "org.example.UserActivity.Error.PairingRefused")
+        #expect(dbusErrorName { try stacks.a.call(HO.busName, path, HO.device, "Pair") } == "org.example.UserActivity.Error.PairingRefused")
         #expect(try stacks.a.deviceProperties(path)["Paired"] == .boolean(false))
         #expect(try stacks.b.deviceProperties(stacks.b.devicePath(of: stacks.a))["Paired"] == .boolean(false))
     }
@@ -58,13 +58,13 @@ struct PairingTests {
     @Test func withoutAgentOrNotificationServerPairIsNoAgent() throws {
         let stacks = try TwoStacks()
         let path = try stacks.link()
-        #expect(errorName { try stacks.a.call(HO.busName, path, HO.device, "Pair") } == "org.example.UserActivity.Error.NoAgent")
+        #expect(dbusErrorName { try stacks.a.call(HO.busName, path, HO.device, "Pair") } == "org.example.UserActivity.Error.NoAgent")
     }
 
     @Test func anUnpairedPeerIsRefusedWhenNotDiscoverable() throws {
         let stacks = try TwoStacks()
         // B is not discoverable: A's AddPeer learns nothing it may pair with.
-        let result = errorName { try stacks.a.handoff("AddPeer", [.string("127.0.0.1:\(stacks.b.port)")]) }
+        let result = dbusErrorName { try stacks.a.handoff("AddPeer", [.string("127.0.0.1:\(stacks.b.port)")]) }
         #expect(result == "org.example.UserActivity.Error.ConnectionUnavailable", "\(stacks.logs)")
         #expect(try stacks.b.devicePaths().isEmpty)
     }
@@ -75,7 +75,7 @@ struct PairingTests {
         _ = try stacks.a.call(HO.busName, onA, HO.device, "Unpair")
         #expect(try stacks.a.deviceProperties(onA)["Paired"] == .boolean(false))
         #expect(stacks.b.waitForDevice(onB, "Paired", { $0 == .boolean(false) }), "\(stacks.logs)")
-        #expect(errorName { try stacks.a.call(HO.busName, onA, HO.device, "Unpair") } == "org.example.UserActivity.Error.NotPaired")
+        #expect(dbusErrorName { try stacks.a.call(HO.busName, onA, HO.device, "Unpair") } == "org.example.UserActivity.Error.NotPaired")
         let state = try String(contentsOfFile: stacks.a.session.stateHome + "/useractivity/handoff/peers.ini", encoding: .utf8)
         #expect(!state.contains("Paired=true"))
     }
@@ -115,7 +115,7 @@ struct PairingTests {
         try stacks.a.startHandoffd()
         #expect(try stacks.a.managerProperty("Enabled") == .boolean(false))
         #expect((try stacks.a.managerProperty("IdentityError")?.stringValue ?? "").contains("ResetIdentity"))
-        #expect(errorName { try stacks.a.set("Enabled", .boolean(true)) } != nil)
+        #expect(dbusErrorName { try stacks.a.set("Enabled", .boolean(true)) } != nil)
         let newID = try stacks.a.handoff("ResetIdentity").first?.stringValue ?? ""
         #expect(newID.count == 64 && newID != oldID)
         try stacks.a.set("Enabled", .boolean(true))
@@ -129,19 +129,10 @@ struct PairingTests {
         let path = try stacks.link()
         let caller = try Connection.bus(address: stacks.a.bus.address)
         defer { caller.close() }
-        let outcome = PairOutcome()
-        let thread = Thread {
-            do {
-                _ = try caller.call(try Message.methodCall(destination: HO.busName, path: path, interface: HO.device, member: "Pair", arguments: []),
-                                    timeoutMilliseconds: 60_000)
-                outcome.set("ok")
-            } catch let error as DBusFailure {
-                outcome.set(error.name)
-            } catch {
-                outcome.set("\(error)")
-            }
+        let outcome = BackgroundCall {
+            _ = try caller.call(try Message.methodCall(destination: HO.busName, path: path, interface: HO.device, member: "Pair", arguments: []),
+                                timeoutMilliseconds: 60_000)
         }
-        thread.start()
         #expect(try agentA.readLine(timeout: 30)?.hasPrefix("REQUEST ") == true)
         #expect(try agentB.readLine(timeout: 30)?.hasPrefix("REQUEST ") == true)
         _ = try stacks.a.call(HO.busName, path, HO.device, "CancelPairing")
@@ -166,17 +157,17 @@ struct PairingTests {
         #expect(try stacks.b.managerProperty("Discoverable") == .boolean(true))
         #expect(waitUntil(timeout: 20) { (try? stacks.b.managerProperty("Discoverable")) == .boolean(false) })
         // No longer discoverable: a new device cannot reach B for pairing.
-        let result = errorName { try stacks.a.handoff("AddPeer", [.string("127.0.0.1:\(stacks.b.port)")]) }
+        let result = dbusErrorName { try stacks.a.handoff("AddPeer", [.string("127.0.0.1:\(stacks.b.port)")]) }
         #expect(result == "org.example.UserActivity.Error.ConnectionUnavailable")
     }
 
     @Test func badInputOnTheBusIsRefusedByName() throws {
         let stacks = try TwoStacks()
-        #expect(errorName { try stacks.a.handoff("AddPeer", [.string("no port here")]) } == "org.example.UserActivity.Error.InvalidArgument")
-        #expect(errorName { try stacks.a.set("DeviceId", .string("x")) } == "org.freedesktop.DBus.Error.PropertyReadOnly")
-        #expect(errorName { try stacks.a.set("Enabled", .string("yes")) } == "org.example.UserActivity.Error.InvalidArgument")
-        #expect(errorName { try stacks.a.handoff("AddPeer", [.uint32(1)]) } == "org.freedesktop.DBus.Error.InvalidArgs")
-        #expect(errorName { try stacks.a.call(HO.busName, HO.devicePrefix + String(repeating: "0", count: 64), HO.device, "Pair") } == "org.freedesktop.DBus.Error.UnknownObject")
+        #expect(dbusErrorName { try stacks.a.handoff("AddPeer", [.string("no port here")]) } == "org.example.UserActivity.Error.InvalidArgument")
+        #expect(dbusErrorName { try stacks.a.set("DeviceId", .string("x")) } == "org.freedesktop.DBus.Error.PropertyReadOnly")
+        #expect(dbusErrorName { try stacks.a.set("Enabled", .string("yes")) } == "org.example.UserActivity.Error.InvalidArgument")
+        #expect(dbusErrorName { try stacks.a.handoff("AddPeer", [.uint32(1)]) } == "org.freedesktop.DBus.Error.InvalidArgs")
+        #expect(dbusErrorName { try stacks.a.call(HO.busName, HO.devicePrefix + String(repeating: "0", count: 64), HO.device, "Pair") } == "org.freedesktop.DBus.Error.UnknownObject")
         let xml = try stacks.a.call(HO.busName, HO.managerPath, "org.freedesktop.DBus.Introspectable", "Introspect").first?.stringValue ?? ""
         #expect(xml.contains("<interface name=\"org.example.UserActivity.Handoff\">") && xml.contains("ResetIdentity")
                 && xml.contains("org.freedesktop.DBus.ObjectManager"))
@@ -192,11 +183,4 @@ struct PairingTests {
             #expect(mode == 0o600, "\(file)")
         }
     }
-}
-
-final class PairOutcome: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: String?
-    var value: String? { lock.withLock { stored } }
-    func set(_ value: String) { lock.withLock { stored = value } }
 }

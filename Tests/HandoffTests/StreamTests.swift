@@ -112,7 +112,7 @@ struct CrossDeviceStreamTests {
         #expect(stacks.b.waitForDevice(onB, "CurrentActivity", {
             $0?.stringVariantEntries?.first { $0.0 == "title" }?.1 == .string("Cannot land")
         }), "\(stacks.logs)")
-        let name = errorName { try stacks.b.call(HO.busName, onB, HO.device, "ContinueActivity", [.dictionary(keyType: "s", valueType: "v", [])]) }
+        let name = dbusErrorName { try stacks.b.call(HO.busName, onB, HO.device, "ContinueActivity", [.dictionary(keyType: "s", valueType: "v", [])]) }
         #expect(name == "org.example.UserActivity.Error.NoHandler", "\(name ?? "ok")")
         let id = activity.split(separator: "/").last.map(String.init) ?? ""
         #expect(waitUntil(timeout: 30) {

@@ -48,13 +48,19 @@ final class TwoStacks: @unchecked Sendable {
     var logs: String { "--- A handoffd ---\n\(a.handoffLog.suffix(4000))\n--- B handoffd ---\n\(b.handoffLog.suffix(4000))" }
 }
 
-func errorName(_ body: () throws -> Any) -> String? {
-    do {
-        _ = try body()
-        return nil
-    } catch let error as DBusFailure {
-        return error.name
-    } catch {
-        return "\(error)"
+/// A blocking call on a thread of its own, so the test can act while the call
+/// waits. ``value`` stays nil until the call returns, then is `ok` or what
+/// ``dbusErrorName(_:)`` makes of its error.
+final class BackgroundCall: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: String?
+
+    var value: String? { lock.withLock { stored } }
+
+    init(_ call: @escaping @Sendable () throws -> Void) {
+        Thread { [self] in
+            let outcome = dbusErrorName(call) ?? "ok"
+            lock.withLock { stored = outcome }
+        }.start()
     }
 }

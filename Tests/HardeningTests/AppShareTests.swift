@@ -23,8 +23,8 @@ struct AppShareTests {
     }
 
     /// A service on a clock the test steps, with `adjust`ed limits.
-    static func clockedService(_ adjust: (inout ActivityLimits) -> Void) throws -> (ManualClock, InProcessService) {
-        let clock = ManualClock(start: 1_700_000_000_000_000)
+    static func clockedService(_ adjust: (inout ActivityLimits) -> Void) throws -> (ManualWallClock, InProcessService) {
+        let clock = ManualWallClock(start: 1_700_000_000_000_000)
         var limits = ActivityLimits()
         adjust(&limits)
         return (clock, try InProcessService(limits: limits, clock: { clock.now }))
@@ -190,13 +190,4 @@ struct AppShareTests {
                                    timeoutMilliseconds: 20_000)
         #expect(activated.errorName == nil, "the shell's ActivateResult: \(activated)")
     }
-}
-
-/// A clock the test moves by hand (Unix µs).
-final class ManualClock: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Int64
-    init(start: Int64) { value = start }
-    var now: Int64 { lock.withLock { value } }
-    func advance(by microseconds: Int64) { lock.withLock { value += microseconds } }
 }

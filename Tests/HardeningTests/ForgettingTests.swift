@@ -75,7 +75,7 @@ struct ForgettingTests {
     @Test("An expired saved activity, purged when its date passes, leaves nothing in the db, -wal or -shm file")
     func expiredEntriesLeaveNoTrace() throws {
         let state = try TemporaryDirectory(prefix: "uahs-")
-        let clock = ManualClock(start: 1_700_000_000_000_000)
+        let clock = ManualWallClock(start: 1_700_000_000_000_000)
         let harness = try InProcessService(stateDirectory: state.path, clock: { clock.now })
         let client = try harness.client()
         let secret = "wallaby-expiring-secret"

@@ -8,37 +8,29 @@ import TypedValues
 /// Records the daemon's signals, in the order the bus delivered them, on a
 /// thread of its own (so the bus never has to queue much for it).
 final class SignalRecorder: @unchecked Sendable {
-    struct Signal {
-        let path: String
-        let interface: String
-        let member: String
-        let arguments: [TypedValue]
+    typealias Signal = DaemonSignal
+
+    private final class Store: @unchecked Sendable {
+        let lock = NSLock()
+        var recorded: [Signal] = []
+        var stopping = false
     }
 
     private let connection: Connection
-    private let lock = NSLock()
-    private var recorded: [Signal] = []
-    private var stopping = false
+    private let store = Store()
     private let finished = DispatchSemaphore(value: 0)
 
     init(address: String) throws {
-        connection = try Connection.bus(address: address)
-        for member in ["PropertiesChanged", "InterfacesAdded", "InterfacesRemoved"] {
-            try connection.addMatch("type='signal',sender='\(UA.busName)',member='\(member)'")
+        let store = self.store
+        connection = try DaemonSignal.listen(
+            address: address,
+            rules: ["PropertiesChanged", "InterfacesAdded", "InterfacesRemoved"].map { "type='signal',sender='\(UA.busName)',member='\($0)'" }
+        ) { signal in
+            store.lock.withLock { store.recorded.append(signal) }
         }
-        // The service sends its signals only to connections that have called it.
-        _ = try connection.call(try Message.methodCall(
-            destination: UA.busName, path: UA.managerPath, interface: "org.freedesktop.DBus.Properties", member: "Get",
-            arguments: [.string(UA.manager), .string("Version")]))
-        try connection.addFilter { [unowned self] message in
-            if message.kind == .signal, let path = message.path, let interface = message.interface, let member = message.member {
-                let signal = Signal(path: path, interface: interface, member: member, arguments: (try? message.arguments()) ?? [])
-                lock.withLock { recorded.append(signal) }
-            }
-            return false
-        }
-        Thread.detachNewThread { [self] in
-            while !lock.withLock({ stopping }) { connection.readWriteDispatch(timeoutMilliseconds: 20) }
+        let connection = self.connection, finished = self.finished
+        Thread.detachNewThread {
+            while !store.lock.withLock({ store.stopping }) { connection.readWriteDispatch(timeoutMilliseconds: 20) }
             finished.signal()
         }
     }
@@ -47,15 +39,15 @@ final class SignalRecorder: @unchecked Sendable {
     func stop(quietPeriod: Double = 0.5) -> [Signal] {
         var last = -1
         while true {
-            let count = lock.withLock { recorded.count }
+            let count = store.lock.withLock { store.recorded.count }
             if count == last { break }
             last = count
             Thread.sleep(forTimeInterval: quietPeriod)
         }
-        lock.withLock { stopping = true }
+        store.lock.withLock { store.stopping = true }
         finished.wait()
         connection.close()
-        return lock.withLock { recorded }
+        return store.lock.withLock { store.recorded }
     }
 }
 

@@ -75,8 +75,7 @@ public final class SandboxedApp: @unchecked Sendable {
     private let infoPath: String
     /// The socket bound at `/run/flatpak/bus`.
     private let socketOutside: String
-    private let lock = NSLock()
-    private var children: [ChildProcess] = []
+    private let children = ChildProcessGroup()
 
     /// Where `/run/flatpak/bus` points outside the sandbox.
     public var busSocketOutside: String { socketOutside }
@@ -210,9 +209,7 @@ public final class SandboxedApp: @unchecked Sendable {
         let child = try ChildProcess(executable: "bwrap",
                                      arguments: sandboxArguments(executable, arguments, readOnlyBinds: readOnlyBinds),
                                      environment: env, stdout: stdout, stderr: stderr, newProcessGroup: true)
-        lock.lock()
-        children.append(child)
-        lock.unlock()
+        children.add(child)
         return child
     }
 
@@ -227,11 +224,7 @@ public final class SandboxedApp: @unchecked Sendable {
 
     /// Ends every process started here, then the proxy. Idempotent.
     public func stop() {
-        lock.lock()
-        let all = children
-        children = []
-        lock.unlock()
-        for child in all { child.terminate(grace: 1) }
+        children.terminateAll()
         proxy?.terminate(grace: 1)
     }
 }
@@ -249,8 +242,7 @@ public final class SnapScope: @unchecked Sendable {
     /// The snap's instance name.
     public let snapName: String
     private let bus: PrivateBus
-    private let lock = NSLock()
-    private var children: [ChildProcess] = []
+    private let children = ChildProcessGroup()
 
     /// A hierarchy where this process may create cgroups and move processes:
     /// the cgroup v2 root, else the v1 `name=systemd` hierarchy (either is
@@ -294,9 +286,7 @@ public final class SnapScope: @unchecked Sendable {
             executable: "/bin/sh",
             arguments: ["-c", "echo $$ > \"$0\" && exec \"$@\"", "\(cgroupPath)/cgroup.procs", executable] + arguments,
             environment: env, stdout: stdout, stderr: stderr, newProcessGroup: true)
-        lock.lock()
-        children.append(child)
-        lock.unlock()
+        children.add(child)
         return child
     }
 
@@ -310,12 +300,28 @@ public final class SnapScope: @unchecked Sendable {
 
     /// Ends the processes started here and removes the cgroup. Idempotent.
     public func stop() {
-        lock.lock()
-        let all = children
-        children = []
-        lock.unlock()
-        for child in all { child.terminate(grace: 1) }
+        children.terminateAll()
         // A cgroup can be removed once its last process has been reaped.
         _ = waitUntil(timeout: 5) { rmdir(cgroupPath) == 0 || errno == ENOENT }
+    }
+}
+
+/// The processes a sandbox started. Tests spawn from several threads, and a
+/// stop by the test is followed by another from `deinit`.
+private final class ChildProcessGroup: @unchecked Sendable {
+    private let lock = NSLock()
+    private var children: [ChildProcess] = []
+
+    func add(_ child: ChildProcess) {
+        lock.withLock { children.append(child) }
+    }
+
+    /// Ends each process once: a later call finds none left.
+    func terminateAll() {
+        let all = lock.withLock {
+            defer { children = [] }
+            return children
+        }
+        for child in all { child.terminate(grace: 1) }
     }
 }

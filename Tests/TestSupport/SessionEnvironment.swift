@@ -34,6 +34,11 @@ public final class SessionEnvironment: Sendable {
     public let sharedDataDir: String
     /// `XDG_DATA_DIRS`, in order.
     public let dataDirs: [String]
+    /// The `applications` folders of `XDG_DATA_HOME` and `XDG_DATA_DIRS`, in
+    /// the order the daemon searches them for desktop entries.
+    public var applicationDirectories: [String] {
+        [dataHome + "/applications"] + dataDirs.map { $0 + "/applications" }
+    }
     /// `XDG_STATE_HOME`.
     public let stateHome: String
     /// `XDG_CONFIG_HOME`.

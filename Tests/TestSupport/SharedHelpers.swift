@@ -14,6 +14,18 @@ public func repositoryRoot(filePath: String = #filePath) -> String {
     return FileManager.default.currentDirectoryPath
 }
 
+/// The wall clock in Unix microseconds, the daemon's unit for dates.
+public func nowMicroseconds() -> Int64 {
+    Int64(Date().timeIntervalSince1970 * 1_000_000)
+}
+
+/// Hands a value that is not `Sendable` to another thread (a closure of
+/// `Thread`, a callback's recorder), where it is the only user from then on.
+public struct UncheckedSendable<Value>: @unchecked Sendable {
+    public let value: Value
+    public init(_ value: Value) { self.value = value }
+}
+
 /// The first line where two texts differ, for readable failures.
 public func firstDifference(_ expected: String, _ actual: String) -> String {
     let a = expected.split(separator: "\n", omittingEmptySubsequences: false)

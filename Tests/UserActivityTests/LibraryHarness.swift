@@ -128,11 +128,6 @@ func offload<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async thro
     }
 }
 
-struct UncheckedSendable<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
-}
-
 /// Values recorded from callbacks on other threads.
 final class Recorder<Value: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
@@ -151,42 +146,22 @@ final class Recorder<Value: Sendable>: @unchecked Sendable {
 
 // MARK: - Signals
 
-struct SeenSignal: Sendable {
-    let path: String
-    let interface: String
-    let member: String
-    let arguments: [TypedValue]
-
-    /// PropertiesChanged's changed properties.
-    var changed: [String: TypedValue] {
-        guard member == "PropertiesChanged", arguments.count >= 2, let entries = arguments[1].stringVariantEntries else { return [:] }
-        return Dictionary(entries, uniquingKeysWith: { first, _ in first })
-    }
+extension DaemonSignal {
+    /// PropertiesChanged's changed properties; empty for any other signal.
+    var changed: [String: TypedValue] { changedProperties?.changed ?? [:] }
 }
 
 /// A connection with match rules, read by a background thread until released.
 final class SignalRecorder: @unchecked Sendable {
     private let connection: Connection
-    private let recorder = Recorder<SeenSignal>()
+    private let recorder = Recorder<DaemonSignal>()
     private let lock = NSLock()
     private var stopped = false
     private let finished = DispatchSemaphore(value: 0)
 
     init(address: String, rules: [String]) throws {
-        connection = try Connection.bus(address: address)
         let recorder = self.recorder
-        try connection.addFilter { message in
-            if message.kind == .signal, let path = message.path, let interface = message.interface, let member = message.member {
-                recorder.append(SeenSignal(path: path, interface: interface, member: member,
-                                           arguments: (try? message.arguments()) ?? []))
-            }
-            return false
-        }
-        for rule in rules { try connection.addMatch(rule) }
-        // The service sends its signals only to connections that have called it.
-        _ = try connection.call(try Message.methodCall(
-            destination: UA.busName, path: UA.managerPath, interface: "org.freedesktop.DBus.Properties", member: "Get",
-            arguments: [.string(UA.managerInterface), .string("Version")]))
+        connection = try DaemonSignal.listen(address: address, rules: rules) { recorder.append($0) }
         let box = UncheckedSendable(self)
         Thread {
             while !box.value.isStopped { box.value.connection.readWriteDispatch(timeoutMilliseconds: 20) }
@@ -204,18 +179,11 @@ final class SignalRecorder: @unchecked Sendable {
         if first { finished.wait() }
     }
 
-    var signals: [SeenSignal] { recorder.values }
+    var signals: [DaemonSignal] { recorder.values }
 
     @discardableResult
-    func wait(timeout: Double = 30, until predicate: ([SeenSignal]) -> Bool) async -> Bool {
+    func wait(timeout: Double = 30, until predicate: ([DaemonSignal]) -> Bool) async -> Bool {
         await recorder.wait(timeout: timeout, until: predicate)
-    }
-
-    static func rule(path: String? = nil, interface: String, member: String? = nil) -> String {
-        var rule = "type='signal',sender='\(UA.busName)',interface='\(interface)'"
-        if let path { rule += ",path='\(path)'" }
-        if let member { rule += ",member='\(member)'" }
-        return rule
     }
 }
 

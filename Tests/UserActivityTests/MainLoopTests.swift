@@ -33,6 +33,18 @@ final class LoopThread: @unchecked Sendable {
     }
 }
 
+/// Hands `activity` off to its own app; the threads that willContinue and
+/// `activity`'s wasContinued (which records into `threads`) ran on.
+private func handOffToItsOwnApp(_ activity: UserActivity, client: UserActivityClient,
+                                threads: Recorder<String>) async throws -> [String] {
+    try await client.register(continuationHandler: ContinuationClosures(
+        willContinue: { _ in threads.append(Thread.current.name ?? "?") },
+        continue: { _ in true }))
+    try await activity.handOff(options: .init(targetAppID: UA.notes))
+    #expect(await threads.wait { $0.count == 2 })
+    return threads.values
+}
+
 @Suite("The library's loop: on a thread of its own, or attached to the app's GLib main loop", .serialized)
 struct MainLoopTests {
     @Test("Without a loop of the app's own, the library runs one on its thread; callbacks come from it")
@@ -47,14 +59,8 @@ struct MainLoopTests {
         try await activity.becomeCurrent().wait()
         #expect(try await h.currentActivity() == activity.objectPath)
 
-        do {
-            try await client.register(continuationHandler: ContinuationClosures(
-                willContinue: { _ in threads.append(Thread.current.name ?? "?") },
-                continue: { _ in true }))
-            try await activity.handOff(options: .init(targetAppID: UA.notes))
-            #expect(await threads.wait { $0.count == 2 })
-            #expect(threads.values == ["UserActivity", "UserActivity"], "willContinue and wasContinued run on the library's loop thread")
-        }
+        #expect(try await handOffToItsOwnApp(activity, client: client, threads: threads) == ["UserActivity", "UserActivity"],
+                "willContinue and wasContinued run on the library's loop thread")
         client.close()
         await #expect(throws: UserActivityError.self) { try await client.search("x") }
     }
@@ -78,14 +84,7 @@ struct MainLoopTests {
         #expect(try await h.properties(try #require(activity.objectPath))["Title"] == .string("Attached (updated)"))
         #expect(try await client.serviceVersion().isEmpty == false)
 
-        do {
-            try await client.register(continuationHandler: ContinuationClosures(
-                willContinue: { _ in threads.append(Thread.current.name ?? "?") },
-                continue: { _ in true }))
-            try await activity.handOff(options: .init(targetAppID: UA.notes))
-            #expect(await threads.wait { $0.count == 2 })
-            #expect(threads.values == ["app-main-loop", "app-main-loop"])
-        }
+        #expect(try await handOffToItsOwnApp(activity, client: client, threads: threads) == ["app-main-loop", "app-main-loop"])
         client.close()
     }
 

@@ -81,7 +81,7 @@ struct PublishingTests {
         activity.userInfo = ["note": "n-2", "line": 1]
         try await activity.becomeCurrent().wait()
         let path = try #require(activity.objectPath)
-        let monitor = try h.monitor([SignalRecorder.rule(path: path, interface: "org.freedesktop.DBus.Properties")])
+        let monitor = try h.monitor([DaemonSignal.rule(path: path, interface: "org.freedesktop.DBus.Properties")])
         defer { monitor.stop() }
 
         activity.performBatchUpdates {

@@ -74,7 +74,7 @@ final class BenchSession {
                                             [.string(Service.managerInterface), .string("Version")]))
             let done = DispatchSemaphore(value: 0)
             subscribers.append((subscriber, done))
-            let box = UncheckedBox((self, subscriber, done))
+            let box = UncheckedSendable((self, subscriber, done))
             Thread.detachNewThread {
                 let (session, connection, done) = box.value
                 while !session.stopping.withLock({ session.isStopping }) { connection.readWriteDispatch(timeoutMilliseconds: 20) }
@@ -184,10 +184,4 @@ final class BenchSession {
 struct BenchError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
-}
-
-/// Hands a non-Sendable value to a thread that is its only user from then on.
-private struct UncheckedBox<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
 }

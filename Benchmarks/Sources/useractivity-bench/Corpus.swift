@@ -33,7 +33,8 @@ enum Corpus {
     ]
 
     static func title(_ n: Int) -> String {
-        var generator = SplitMix(seed: UInt64(n) &+ 0x9E37)
+        // Seeded: titles must be the same in every run.
+        var generator = SplitMix64(seed: UInt64(n) &+ 0x9E37)
         let words = (0..<4).map { _ in vocabulary[Int(generator.next() % UInt64(vocabulary.count))] }
         return "everywhere " + words.joined(separator: " ")
     }
@@ -56,18 +57,5 @@ enum Corpus {
             ("eligible-for-search", .boolean(true)),
             ("user-info", .stringVariantDictionary([("n", .int64(Int64(n)))])),
         ])]
-    }
-}
-
-/// A small deterministic generator (titles must be the same in every run).
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

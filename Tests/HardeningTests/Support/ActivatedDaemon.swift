@@ -204,8 +204,5 @@ enum ProcessProbe {
     }
 }
 
-/// Unix time in microseconds.
-func nowMicroseconds() -> Int64 { Int64(Date().timeIntervalSince1970 * 1_000_000) }
-
 /// Seconds since `start`.
 func seconds(since start: Date) -> Double { Date().timeIntervalSince(start) }

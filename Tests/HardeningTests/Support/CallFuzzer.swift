@@ -2,6 +2,7 @@
 import UserActivityInterfaces
 import DBusKit
 import Foundation
+import TestSupport
 import TypedValues
 import UserActivityCore
 import UserActivityService

@@ -46,9 +46,7 @@ final class InProcessService: @unchecked Sendable {
         bus = try PrivateBus(environment: session)
         procRoot = try TemporaryDirectory(prefix: "uahp-")
         loop = MainLoop.withNewContext()
-        var configuration = ServiceConfiguration(
-            applicationDirectories: [session.dataHome + "/applications"] + session.dataDirs.map { $0 + "/applications" },
-            stateDirectory: stateDirectory)
+        var configuration = ServiceConfiguration(applicationDirectories: session.applicationDirectories, stateDirectory: stateDirectory)
         configuration.limits = limits
         if let clock { configuration.clock = clock }
         configuration.procRoot = procRoot.path

@@ -1,0 +1,1 @@
+../../../Fuzz/Sources/FuzzGenerators/SplitMix64.swift
