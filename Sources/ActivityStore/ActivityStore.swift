@@ -471,6 +471,7 @@ public final class ActivityStore: Sendable {
                 try statement.bind(16, entry.savedID)
                 try statement.run()
             }
+            if record.eligibleForPrediction { try raiseUseCountCeiling(db, to: entry.useCount) }
             if let old = entry.indexed { db.pendingIndexChanges.append(.remove(old)) }
             if record.eligibleForSearch {
                 db.pendingIndexChanges.append(.add(indexed(record, rowID: entry.id, keywords: keywordsText, lastUsed: entry.lastUsed)))
@@ -482,6 +483,7 @@ public final class ActivityStore: Sendable {
         let rowID = try nextRowID(db, after: highestRowID(db))
         var hours = UseHours()
         if countsAsUse { hours.add(hour: hour) }
+        let useCount = importedCount.map { min(max($0, 0), Int64(UInt32.max)) } ?? Int64(countsAsUse ? 1 : 0)
         try db.withStatement("""
             INSERT INTO entries (id, saved_id, app_id, activity_type, persistent_id, title, content_description,
                 keywords, keyword_list, webpage_url, eligible_search, eligible_prediction, expiration, phrase,
@@ -503,16 +505,29 @@ public final class ActivityStore: Sendable {
             try statement.bind(12, record.expirationDate)
             try statement.bind(13, record.suggestedInvocationPhrase)
             try statement.bind(14, encoded.properties)
-            try statement.bind(15, importedCount.map { min(max($0, 0), Int64(UInt32.max)) } ?? Int64(countsAsUse ? 1 : 0))
+            try statement.bind(15, useCount)
             try statement.bind(16, now)
             try statement.bind(17, hours.bytes)
             db.entryCountByApp[record.appID]? += 1
             try statement.run()
         }
+        if record.eligibleForPrediction { try raiseUseCountCeiling(db, to: useCount) }
         if record.eligibleForSearch {
             db.pendingIndexChanges.append(.add(indexed(record, rowID: rowID, keywords: keywordsText, lastUsed: now)))
         }
         return savedID
+    }
+
+    /// Keeps `use_count_ceiling` at or above every prediction-eligible use
+    /// count (see `Schema.version6`). Counts of 0 and 1 score alike, so the
+    /// common Donate of a new entry skips the statement; the row is written
+    /// only when the count goes above it.
+    private static func raiseUseCountCeiling(_ db: SQLiteConnection, to useCount: Int64) throws(StoreError) {
+        guard useCount > 1 else { return }
+        try db.withStatement("UPDATE use_count_ceiling SET value = ?1 WHERE value < ?1") { statement throws(StoreError) in
+            try statement.bind(1, useCount)
+            try statement.run()
+        }
     }
 
     private static func indexed(_ record: SavedActivityRecord, rowID: Int64, keywords: String, lastUsed: Int64) -> SearchIndex.Entry {
@@ -782,7 +797,9 @@ public final class ActivityStore: Sendable {
     ///
     /// Bounded work: entries are read newest-use first through an index, and
     /// the scan stops as soon as no further entry can beat the current
-    /// `limit`-th score (its bound is `(1 + log2(maxUseCount)) × recency`),
+    /// `limit`-th score (its bound is `(1 + log2(ceiling)) × recency`, the
+    /// ceiling being at least every eligible entry's use count, see
+    /// `Schema.version6`),
     /// or after 2000 entries (then the answer is the best of the 2000
     /// most recently used).
     ///
@@ -793,9 +810,9 @@ public final class ActivityStore: Sendable {
         let limit = Self.clampedLimit(limit, default: 10)
         let hourNow = hourOfDay(now)
         return try connection.withLock { db throws(StoreError) in
-            let maxUseCount = try db.withStatement(
-                "SELECT max(use_count) FROM entries WHERE eligible_prediction = 1") { statement throws(StoreError) in
-                try statement.step() ? statement.int64(0) : 0
+            // An upper bound, not the exact maximum: enough to stop the scan early.
+            let maxUseCount = try db.withStatement("SELECT value FROM use_count_ceiling") { statement throws(StoreError) in
+                try statement.step() ? statement.int64(0) : Int64(UInt32.max)
             }
             let maxFrequency = Ranking.frequency(useCount: maxUseCount)
             let sql = appID == nil
@@ -870,7 +887,14 @@ public final class ActivityStore: Sendable {
     /// Deletes every entry of every app (`ForgetAll`). Returns how many were deleted.
     @discardableResult
     public func deleteAll() throws -> Int {
-        try run("DELETE FROM entries", [], returnsIndexedColumns: false)
+        try connection.withLock { db throws(StoreError) in
+            try db.transaction { () throws(StoreError) in
+                let deleted = try Self.delete(db, "DELETE FROM entries", [], returnsIndexedColumns: false)
+                // With nothing left, the bound can start again from nothing.
+                try db.execute("UPDATE use_count_ceiling SET value = 0")
+                return deleted
+            }
+        }
     }
 
     /// Deletes the entry with this saved ID; `true` when there was one.

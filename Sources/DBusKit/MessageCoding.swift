@@ -32,6 +32,38 @@ enum MessageReader {
         return String(cString: raw)
     }
 
+    /// The signature of a value whose type code is `code`, when that code is
+    /// the whole signature (a basic type or a variant); `nil` for containers.
+    ///
+    /// Why: `dbus_message_iter_get_signature` allocates and copies a string,
+    /// and nearly every array a client sends (`as`, `a{sv}`) has elements or
+    /// values of such types.
+    private static func singleCodeSignature(_ code: Int32) -> String? {
+        switch code {
+        case CDBUS_TYPE_ARRAY, CDBUS_TYPE_STRUCT, CDBUS_TYPE_DICT_ENTRY, CDBUS_TYPE_INVALID: return nil
+        default: return String(UnicodeScalar(UInt8(truncatingIfNeeded: code)))
+        }
+    }
+
+    /// The key and value types of the dictionary under `iterator`, read from
+    /// its first entry's type codes when the value's code is its whole type,
+    /// else from the array's signature (`a{kv}`: one basic code, then the rest).
+    private static func dictionaryTypes(_ iterator: inout DBusMessageIter,
+                                        _ elements: DBusMessageIter) -> (key: String, value: String) {
+        var elements = elements
+        if dbus_message_iter_get_arg_type(&elements) == CDBUS_TYPE_DICT_ENTRY {
+            var entry = DBusMessageIter()
+            dbus_message_iter_recurse(&elements, &entry)
+            let keyCode = dbus_message_iter_get_arg_type(&entry)
+            dbus_message_iter_next(&entry)
+            if let key = singleCodeSignature(keyCode), let value = singleCodeSignature(dbus_message_iter_get_arg_type(&entry)) {
+                return (key, value)
+            }
+        }
+        let body = signature(&iterator).dropFirst(2).dropLast()
+        return (String(body.prefix(1)), String(body.dropFirst()))
+    }
+
     static func read(_ iterator: inout DBusMessageIter) throws(DBusFailure) -> TypedValue {
         let type = dbus_message_iter_get_arg_type(&iterator)
         switch type {
@@ -57,15 +89,11 @@ enum MessageReader {
             dbus_message_iter_recurse(&iterator, &inner)
             return .structure(try readAll(&inner))
         case CDBUS_TYPE_ARRAY:
-            let arraySignature = signature(&iterator)
-            let elementSignature = String(arraySignature.dropFirst())
             var inner = DBusMessageIter()
             dbus_message_iter_recurse(&iterator, &inner)
-            if dbus_message_iter_get_element_type(&iterator) == CDBUS_TYPE_DICT_ENTRY {
-                // "{kv}" → key type is one basic code, the rest is the value type.
-                let body = elementSignature.dropFirst().dropLast()
-                let keyType = String(body.prefix(1))
-                let valueType = String(body.dropFirst())
+            let elementCode = dbus_message_iter_get_element_type(&iterator)
+            if elementCode == CDBUS_TYPE_DICT_ENTRY {
+                let (keyType, valueType) = dictionaryTypes(&iterator, inner)
                 var entries: [TypedValue.DictionaryEntry] = []
                 while dbus_message_iter_get_arg_type(&inner) == CDBUS_TYPE_DICT_ENTRY {
                     var entry = DBusMessageIter()
@@ -78,7 +106,7 @@ enum MessageReader {
                 }
                 return .dictionary(keyType: keyType, valueType: valueType, entries)
             }
-            if elementSignature == "y" {
+            if elementCode == CDBUS_TYPE_BYTE {
                 // One byte of memory per byte of data, not an enum per byte.
                 var pointer: UnsafeMutableRawPointer?
                 var count: Int32 = 0
@@ -91,7 +119,7 @@ enum MessageReader {
                 elements.append(try read(&inner))
                 dbus_message_iter_next(&inner)
             }
-            return .array(elementType: elementSignature, elements)
+            return .array(elementType: singleCodeSignature(elementCode) ?? String(signature(&iterator).dropFirst()), elements)
         default:
             throw DBusFailure(name: "org.freedesktop.DBus.Error.InvalidArgs",
                               message: "unsupported D-Bus type code \(type)", function: "dbus_message_iter_get_arg_type")

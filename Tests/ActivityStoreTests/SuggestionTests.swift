@@ -135,3 +135,81 @@ import TypedValues
         #expect(try reopened.count() == 3)
     }
 }
+
+/// The suggestion scan's early exit reads `use_count_ceiling` (schema
+/// version 6) instead of the exact highest use count: it must stay at or
+/// above every prediction-eligible entry's count, through every kind of write.
+@Suite struct UseCountCeilingTests {
+    func ceiling(_ directory: TemporaryDirectory) throws -> Int64 {
+        let db = try SQLiteConnection(path: directory.path + "/" + ActivityStore.fileName)
+        return try db.withStatement("SELECT value FROM use_count_ceiling") { statement throws(StoreError) in
+            try statement.step() ? statement.int64(0) : -1
+        }
+    }
+
+    func indexes(_ directory: TemporaryDirectory) throws -> [String] {
+        let db = try SQLiteConnection(path: directory.path + "/" + ActivityStore.fileName)
+        return try db.withStatement(
+            "SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'entries' AND sql IS NOT NULL ORDER BY name"
+        ) { statement throws(StoreError) in
+            var names: [String] = []
+            while try statement.step() { names.append(statement.text(0)) }
+            return names
+        }
+    }
+
+    @Test func aVersion5DatabaseLosesTheUseCountIndexAndStartsFromItsHighestEligibleCount() throws {
+        let directory = try TemporaryDirectory()
+        do {
+            let db = try SQLiteConnection(path: directory.path + "/" + ActivityStore.fileName)
+            try db.execute(Schema.version1 + Schema.version2 + Schema.version3 + Schema.version4 + Schema.version5)
+            try insertEntryOfAnOlderSchema(db, savedID: "saved-often", persistentID: "often", title: "Often", lastUsed: baseTime - 20)
+            try insertEntryOfAnOlderSchema(db, savedID: "saved-once", persistentID: "once", title: "Once", lastUsed: baseTime - 10)
+            try insertEntryOfAnOlderSchema(db, savedID: "saved-hidden", persistentID: "hidden", title: "Hidden", lastUsed: baseTime - 5)
+            try db.execute("""
+                UPDATE entries SET use_count = 7 WHERE persistent_id = 'often';
+                UPDATE entries SET use_count = 20, eligible_prediction = 0 WHERE persistent_id = 'hidden';
+                PRAGMA user_version = 5;
+                """)
+        }
+        let store = try ActivityStore(directory: directory.path, hourOfDay: ActivityStore.utcHour)
+        #expect(try store.info().userVersion == ActivityStore.schemaVersion)
+        #expect(try ceiling(directory) == 7)
+        let names = try indexes(directory)
+        #expect(!names.contains("entries_by_use_count"))
+        #expect(names.contains("entries_for_prediction") && names.contains("entries_by_app"))
+        #expect(try store.count() == 3)
+        #expect(try store.suggestions(limit: 0, appID: nil, now: baseTime).map(\.activity.record.persistentIdentifier)
+            == ["often", "once"])
+    }
+
+    @Test func writesRaiseItDeletesKeepItAndForgettingEverythingResetsIt() throws {
+        let directory = try TemporaryDirectory()
+        let store = try ActivityStore(directory: directory.path, hourOfDay: ActivityStore.utcHour)
+        try store.save(record(id: "new"), at: baseTime)
+        #expect(try ceiling(directory) == 0) // one use scores like none
+        for n in 0..<5 { try store.save(record(id: "often", title: "Often"), at: baseTime + Int64(n)) }
+        #expect(try ceiling(directory) == 5)
+        for n in 0..<9 { try store.save(record(id: "hidden", prediction: false), at: baseTime + Int64(n)) }
+        #expect(try ceiling(directory) == 5)
+        // Becoming eligible with its count already above the ceiling.
+        try store.save(record(id: "hidden"), at: baseTime + 10, countsAsUse: false)
+        #expect(try ceiling(directory) == 9)
+        try store.importBridged(source: "recent-files", changes: [
+            .init(key: 1, stamp: 1, save: (record: record(id: "imported", title: "Imported"), useCount: 12, lastUsed: baseTime + 11)),
+        ])
+        #expect(try ceiling(directory) == 12)
+
+        // A stale, higher ceiling: the same answer as the documented formula.
+        #expect(try store.delete(appID: "com.example.Editor", persistentIdentifiers: ["imported", "hidden"]) == 2)
+        #expect(try ceiling(directory) == 12)
+        let now = baseTime + 12
+        let hits = try store.suggestions(limit: 0, appID: nil, now: now)
+        #expect(hits.map(\.activity.record.persistentIdentifier) == ["often", "new"])
+        let recency = exp2(-Double(now - (baseTime + 4)) / ActivityStore.recencyHalfLife)
+        #expect(abs(hits[0].score - (1 + log2(5.0)) * recency * (0.2 + 0.8 * 1)) < 1e-9)
+
+        try store.deleteAll()
+        #expect(try ceiling(directory) == 0)
+    }
+}
