@@ -89,7 +89,7 @@ let package = Package(
         .testTarget(name: "ActivityStoreTests", dependencies: ["ActivityStore", "TypedValues"]),
         .testTarget(name: "GLibSupportTests", dependencies: ["GLibSupport", "CGLib", "DBusKit", "TestSupport"]),
         .testTarget(name: "DBusDispatchTests", dependencies: [
-            "UserActivityService", "UserActivityInterfaces", "DBusKit", "GLibSupport", "TestSupport", "TypedValues",
+            "UserActivityService", "UserActivityInterfaces", "DBusKit", "GLibSupport", "TestSupport", "TypedValues", "ActivityStore",
         ]),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "DBusKit", "TypedValues"]),
         .testTarget(name: "UserActivityTests", dependencies: ["UserActivity", "TestSupport", "DBusKit", "TypedValues"]),

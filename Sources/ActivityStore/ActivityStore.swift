@@ -62,6 +62,7 @@ public final class ActivityStore: Sendable {
         try Schema.migrate(db)
         // A failure (a full disk) leaves the file as it was: the store still opens, and the next open tries again.
         try? Self.zeroFreePagesOnce(db, isNewFile: isNewFile)
+        try db.check(sqlite3_busy_timeout(db.handle, Self.lockWaitMilliseconds), "sqlite3_busy_timeout")
         self.path = path
         self.hourOfDay = hourOfDay
         self.connection = Mutex(db)
@@ -100,10 +101,23 @@ public final class ActivityStore: Sendable {
         try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     }
 
+    /// How long opening the store waits for another process's lock.
+    static let openingLockWaitMilliseconds: Int32 = 5000
+
+    /// How long a statement waits for another connection's lock once the store
+    /// is open, before it fails with ``StoreError/isLockedByAnotherConnection``.
+    ///
+    /// Why so short: the daemon runs the store on its main loop, and a wait
+    /// here is a wait for every caller on the bus. Another connection's
+    /// commit takes well under this; a lock held longer (a `sqlite3` shell
+    /// inside a transaction) is the caller's to wait for without holding the
+    /// loop (``SavedActivities`` retries donations from a timer).
+    public static let lockWaitMilliseconds: Int32 = 5
+
     private static func configure(_ db: SQLiteConnection, wal: Bool) throws(StoreError) {
-        // Another process (a second daemon during a restart) may hold the write
-        // lock briefly; wait for it rather than failing.
-        try db.check(sqlite3_busy_timeout(db.handle, 5000), "sqlite3_busy_timeout")
+        // While opening (nobody is served yet) another process may hold the
+        // write lock: a daemon being replaced, still finishing its last commit.
+        try db.check(sqlite3_busy_timeout(db.handle, Self.openingLockWaitMilliseconds), "sqlite3_busy_timeout")
         if wal {
             // WAL: readers never block the writer, and commits are one append.
             let mode = try db.pragma("journal_mode = WAL")

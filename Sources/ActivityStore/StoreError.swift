@@ -38,6 +38,12 @@ public struct StoreError: Error, CustomStringConvertible, Sendable, Equatable {
         [SQLITE_READONLY, SQLITE_CANTOPEN, SQLITE_PERM, SQLITE_AUTH].contains(primaryCode)
     }
 
+    /// Another connection (another process: a second daemon during a
+    /// restart, a person's `sqlite3` shell inside a transaction) holds the
+    /// lock this needed, longer than ``ActivityStore/lockWaitMilliseconds``:
+    /// nothing was written; the same call can succeed once it lets go.
+    public var isLockedByAnotherConnection: Bool { primaryCode == SQLITE_BUSY }
+
     public var description: String {
         let name = String(cString: sqlite3_errstr(code))
         return "\(function) failed: \(message) (SQLite result code \(code), \(name))"

@@ -42,6 +42,6 @@ public enum ErrorNames {
         (.noHandler, "no app can continue this type and there is no webpage URL"),
         (.remoteApplicationTimedOut, "the target app did not answer in time"),
         (.continuationFailed, "the target app answered that it did not handle it, or failed"),
-        (.storageFailed, "(addition) the saved-activity store could not be written, e.g. the disk is full; nothing was saved"),
+        (.storageFailed, "(addition) the saved-activity store could not be written, e.g. the disk is full or another process kept its write lock; nothing was saved"),
     ]
 }

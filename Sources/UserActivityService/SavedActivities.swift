@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import ActivityStore
+import GLibSupport
 import Logging
 import TypedValues
 import UserActivityCore
@@ -31,8 +32,24 @@ final class SavedActivities {
     /// How long the first of them may wait while other calls keep the loop busy.
     static let longestDonationWaitMilliseconds: UInt32 = 5
 
-    init(stateDirectory: String?, configDirectory: String?, clock: @escaping () -> Int64, log: Logger) throws {
+    /// How long donations wait for another process's write lock on the store
+    /// (a second daemon during a restart, a person's `sqlite3` shell inside a
+    /// transaction) before their callers get `StorageFailed`. They wait
+    /// without holding the loop: each try gives up after
+    /// ``ActivityStore/lockWaitMilliseconds`` and the next comes from a timer.
+    static let longestLockWaitMilliseconds: Int64 = 5000
+    /// The time between two tries while the store is locked.
+    static let lockRetryMilliseconds: UInt32 = 50
+    /// At most this many donations wait for the lock; more are refused at once.
+    static let maximumDonationsWaitingForLock = 256
+    /// When the donations now waiting first found the store locked (scheduler time, µs).
+    private var lockedSince: Int64?
+    private var lockRetry: ScheduledWork?
+    private let scheduler: Scheduler
+
+    init(stateDirectory: String?, configDirectory: String?, scheduler: Scheduler, log: Logger) throws {
         self.log = log
+        self.scheduler = scheduler
         if let stateDirectory {
             do {
                 store = try ActivityStore(directory: stateDirectory)
@@ -42,9 +59,9 @@ final class SavedActivities {
         } else {
             store = try ActivityStore.inMemory()
         }
-        privacy = PrivacyControls(directory: configDirectory, store: store, clock: clock, log: log)
+        privacy = PrivacyControls(directory: configDirectory, store: store, clock: { scheduler.now }, log: log)
         // Settings change what may be saved: donations accepted before the change are written under the old ones.
-        privacy.beforeChange = { [unowned self] in writePendingDonations() }
+        privacy.beforeChange = { [unowned self] in writePendingDonations(mayWaitForLock: false) }
     }
 
     private static let savedFields = ActivityField.allCases.filter { $0.key != nil && $0 != .activityType && $0 != .appID }
@@ -108,12 +125,15 @@ final class SavedActivities {
     private func storageFailure(_ what: String, _ error: Error) -> UserActivityError {
         if let error = error as? UserActivityError { return error }
         log.error("saved-activity store: \(what) failed: \(error)")
+        if let error = error as? StoreError, error.isLockedByAnotherConnection {
+            return UserActivityError(.storageFailed, "the saved-activity store could not \(what): another process holds its write lock (\(error)). Nothing was changed; try again once that process has finished with $XDG_STATE_HOME/useractivity/\(ActivityStore.fileName)")
+        }
         return UserActivityError(.storageFailed, "the saved-activity store could not \(what): \(error). Nothing was changed; free disk space or check $XDG_STATE_HOME/useractivity and try again")
     }
 
     /// Writes a live activity's saved copy, unless paused or blocked.
     func save(_ activity: LiveActivity, countsAsUse: Bool, now: Int64) throws {
-        writePendingDonations()
+        writePendingDonations(mayWaitForLock: false)
         guard privacy.settings.allowsSaving(app: activity.appID, type: activity.activityType) else { return }
         let record = Self.record(type: activity.activityType, app: activity.appID, properties: activity.properties)
         try storage("save the activity") {
@@ -149,11 +169,20 @@ final class SavedActivities {
     }
 
     /// Writes the waiting donations in one transaction and answers each.
-    func writePendingDonations() {
+    ///
+    /// When another process holds the store's write lock they stay waiting
+    /// and are tried again from a timer, up to ``longestLockWaitMilliseconds``;
+    /// a read meanwhile answers without them (none of them is acknowledged).
+    /// With `mayWaitForLock` false they fail at once instead: before another
+    /// write, which must not overtake them (a delete of what they save, a
+    /// privacy change they were accepted under), and when the daemon stops.
+    func writePendingDonations(mayWaitForLock: Bool = true) {
         if isWriteScheduled {
             isWriteScheduled = false
             cancelScheduledWrite?()
         }
+        lockRetry?.cancel()
+        lockRetry = nil
         guard !pendingDonations.isEmpty else { return }
         let waiting = pendingDonations
         pendingDonations = []
@@ -162,11 +191,30 @@ final class SavedActivities {
             results = try store.saveGroup(waiting.map(\.save)).map { result in
                 result.mapError { storageFailure("save the donation", $0) }
             }
+        } catch let error as StoreError where error.isLockedByAnotherConnection && mayWaitForLock && waitForLock(waiting.count) {
+            pendingDonations = waiting
+            lockRetry = scheduler.after(milliseconds: Self.lockRetryMilliseconds) { [weak self] in
+                self?.lockRetry = nil
+                self?.writePendingDonations()
+            }
+            return
         } catch {
             results = Array(repeating: .failure(storageFailure("save the donation", error)), count: waiting.count)
         }
+        lockedSince = nil
         if waiting.contains(where: { $0.save.record.expirationDate != 0 }) { expirationMayHaveChanged() }
         for (donation, result) in zip(waiting, results) { donation.done(result) }
+    }
+
+    /// Whether `count` donations may go on waiting for another process's lock.
+    private func waitForLock(_ count: Int) -> Bool {
+        let now = scheduler.now
+        guard let since = lockedSince else {
+            lockedSince = now
+            log.notice("saved-activity store: another process holds its write lock; donations wait for it (at most \(Self.longestLockWaitMilliseconds) ms)")
+            return count <= Self.maximumDonationsWaitingForLock
+        }
+        return now - since < Self.longestLockWaitMilliseconds * 1000 && count <= Self.maximumDonationsWaitingForLock
     }
 
     /// The saved entry `savedID`, whoever saved it (callers check visibility).
@@ -184,16 +232,16 @@ final class SavedActivities {
     }
 
     func forget(app: String) throws -> Int {
-        writePendingDonations()
-        return try scrubbing(try storage("forget the app") { try store.deleteAll(appID: app) })
+        writePendingDonations(mayWaitForLock: false)
+        return scrubbing(try storage("forget the app") { try store.deleteAll(appID: app) })
     }
     func forget(lastUsedFrom from: Int64, to: Int64) throws -> Int {
-        writePendingDonations()
-        return try scrubbing(try storage("forget the range") { try store.delete(lastUsedFrom: from, to: to) })
+        writePendingDonations(mayWaitForLock: false)
+        return scrubbing(try storage("forget the range") { try store.delete(lastUsedFrom: from, to: to) })
     }
     func forgetAll(now: Int64) throws -> Int {
-        writePendingDonations()
-        return try scrubbing(try storage("forget everything") {
+        writePendingDonations(mayWaitForLock: false)
+        return scrubbing(try storage("forget everything") {
             let deleted = try store.deleteAll()
             // Nothing the bridges saw before is imported again, and no trace of it is kept.
             try store.resetBridges(watermark: now, sources: PrivacySettings.knownBridges)
@@ -210,7 +258,7 @@ final class SavedActivities {
 
     /// Saves one batch of a bridge's entries (see ``ActivityStore/importBridged(source:changes:removing:keepingPerApp:)``).
     func importBridged(source: String, changes: [ActivityStore.BridgedChange], removing: [Int64]) throws {
-        writePendingDonations()
+        writePendingDonations(mayWaitForLock: false)
         try storage("save imported entries") {
             _ = try store.importBridged(source: source, changes: changes, removing: removing,
                                         keepingPerApp: Int(privacy.settings.maxSavedPerApplication))
@@ -269,17 +317,17 @@ final class SavedActivities {
     }
 
     func delete(app: String, persistentIdentifiers: [String]) throws {
-        writePendingDonations()
-        try scrubbing(try storage("delete") { try store.delete(appID: app, persistentIdentifiers: persistentIdentifiers) })
+        writePendingDonations(mayWaitForLock: false)
+        scrubbing(try storage("delete") { try store.delete(appID: app, persistentIdentifiers: persistentIdentifiers) })
     }
 
     func deleteAll(app: String) throws {
-        writePendingDonations()
-        try scrubbing(try storage("delete") { try store.deleteAll(appID: app) })
+        writePendingDonations(mayWaitForLock: false)
+        scrubbing(try storage("delete") { try store.deleteAll(appID: app) })
     }
 
     func purgeExpired(now: Int64) {
-        writePendingDonations()
+        writePendingDonations(mayWaitForLock: false)
         do {
             expirationMayHaveChanged()
             // Past its date an entry is as gone as a forgotten one, in the files too.

@@ -151,7 +151,7 @@ public final class UserActivityService {
         let catalog = AppCatalog.load(applicationDirectories: configuration.applicationDirectories,
                                       loadKeyFile: { GLibKeyFile.load(path: $0) })
         let saved = try SavedActivities(stateDirectory: configuration.stateDirectory, configDirectory: configuration.configDirectory,
-                                        clock: { scheduler.now }, log: log)
+                                        scheduler: scheduler, log: log)
         let context = ServiceContext(bus: bus, loop: loop, scheduler: scheduler, configuration: configuration, log: log,
                                      catalog: catalog, saved: saved)
         self.context = context
@@ -209,7 +209,7 @@ public final class UserActivityService {
     /// Writes and answers the donations still waiting; call after the loop
     /// stops (SIGTERM), before the last flush of the connection.
     public func finishPendingWrites() {
-        saved.writePendingDonations()
+        saved.writePendingDonations(mayWaitForLock: false)
     }
 
     /// Re-reads the desktop entries (they changed on disk).
