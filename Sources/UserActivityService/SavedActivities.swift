@@ -181,6 +181,11 @@ final class SavedActivities {
             isWriteScheduled = false
             cancelScheduledWrite?()
         }
+        // While they wait for the lock, only their timer tries again (or a
+        // write, which must not overtake them): a try may hold the loop for
+        // ActivityStore.lockWaitMilliseconds, and a new Donate or a Search
+        // must not each add one.
+        if mayWaitForLock, lockRetry?.isPending == true { return }
         lockRetry?.cancel()
         lockRetry = nil
         guard !pendingDonations.isEmpty else { return }
