@@ -158,6 +158,9 @@ final class SavedActivities {
         guard privacy.settings.allowsSaving(app: app, type: type) else { return completion(.success("")) }
         let save = ActivityStore.GroupedSave(record: Self.record(type: type, app: app, properties: properties), now: now,
                                              keepingPerApp: Int(privacy.settings.maxSavedPerApplication))
+        if lockRetry?.isPending == true, pendingDonations.count >= Self.maximumDonationsWaitingForLock {
+            return completion(.failure(UserActivityError(.storageFailed, "the saved-activity store could not save the donation: another process holds its write lock and \(pendingDonations.count) donations already wait for it. Nothing was changed; try again once that process has finished with $XDG_STATE_HOME/useractivity/\(ActivityStore.fileName)")))
+        }
         pendingDonations.append((save, completion))
         guard let scheduleWrite, pendingDonations.count < Self.maximumPendingDonations, callsAreQueued() else {
             return writePendingDonations()

@@ -98,6 +98,43 @@ import TypedValues
         #expect(try client.searchTitles("lock") == ["lock before", "lock waited"])
     }
 
+    /// Donations waiting for the lock are bounded: past 256 a new one is
+    /// refused at once, and those already waiting are written once it goes.
+    @Test func atMost256DonationsWaitForTheLockTheNextAreRefusedAtOnce() throws {
+        let answers = Answers()
+        let locked = try lockedStore(donating: "lock queued 0", into: answers)
+        let (harness, client, holder) = (locked.harness, locked.client, locked.holder)
+        final class More: @unchecked Sendable { var answers: [Int: Result<Message, DBusFailure>] = [:] }
+        let more = More()
+        for index in 1..<300 {
+            client.callAsync(try donation("lock queued \(index)"), timeoutMilliseconds: 60_000) { more.answers[index] = $0 }
+        }
+        #expect(try client.searchTitles("lock") == ["lock before"])
+        client.dispatchPending()
+        #expect(answers.waited == nil)
+        #expect(Set(more.answers.keys) == Set(256..<300), "answered while the lock was held: \(more.answers.keys.sorted())")
+        for (index, result) in more.answers {
+            guard case .failure(let failure) = result else {
+                Issue.record("donation \(index) beyond the bound was not refused: \(result)")
+                continue
+            }
+            #expect(failure.name == "org.example.UserActivity.Error.StorageFailed")
+            #expect(failure.message.contains("256 donations already wait"), "\(failure.message)")
+        }
+
+        try holder.execute("COMMIT")
+        harness.advance(byMilliseconds: 50)
+        let deadline = Date().addingTimeInterval(30)
+        while more.answers.count < 299 || answers.waited == nil, Date() < deadline { _ = client.readWriteDispatch(timeoutMilliseconds: 100) }
+        #expect(try #require(answers.waited).get().arguments().first?.stringValue?.count == 32)
+        for index in 1..<256 {
+            #expect(try more.answers[index]?.get().arguments().first?.stringValue?.count == 32, "donation \(index)")
+        }
+        // Written, and none of the refused ones.
+        #expect(try client.searchTitles("lock queued 255") == ["lock queued 255"])
+        #expect(try client.searchTitles("lock queued 256").isEmpty)
+    }
+
     /// A write must not be overtaken by a donation accepted before it (a
     /// forget would miss it): a donation still waiting for the lock fails
     /// when another write comes, and is not written after the lock goes.
