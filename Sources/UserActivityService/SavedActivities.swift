@@ -126,9 +126,13 @@ final class SavedActivities {
         if let error = error as? UserActivityError { return error }
         log.error("saved-activity store: \(what) failed: \(error)")
         if let error = error as? StoreError, error.isLockedByAnotherConnection {
-            return UserActivityError(.storageFailed, "the saved-activity store could not \(what): another process holds its write lock (\(error)). Nothing was changed; try again once that process has finished with $XDG_STATE_HOME/useractivity/\(ActivityStore.fileName)")
+            return lockedOut(what, "(\(error))")
         }
         return UserActivityError(.storageFailed, "the saved-activity store could not \(what): \(error). Nothing was changed; free disk space or check $XDG_STATE_HOME/useractivity and try again")
+    }
+
+    private func lockedOut(_ what: String, _ detail: String) -> UserActivityError {
+        UserActivityError(.storageFailed, "the saved-activity store could not \(what): another process holds its write lock \(detail). Nothing was changed; try again once that process has finished with $XDG_STATE_HOME/useractivity/\(ActivityStore.fileName)")
     }
 
     /// Writes a live activity's saved copy, unless paused or blocked.
@@ -159,7 +163,7 @@ final class SavedActivities {
         let save = ActivityStore.GroupedSave(record: Self.record(type: type, app: app, properties: properties), now: now,
                                              keepingPerApp: Int(privacy.settings.maxSavedPerApplication))
         if lockRetry?.isPending == true, pendingDonations.count >= Self.maximumDonationsWaitingForLock {
-            return completion(.failure(UserActivityError(.storageFailed, "the saved-activity store could not save the donation: another process holds its write lock and \(pendingDonations.count) donations already wait for it. Nothing was changed; try again once that process has finished with $XDG_STATE_HOME/useractivity/\(ActivityStore.fileName)")))
+            return completion(.failure(lockedOut("save the donation", "and \(pendingDonations.count) donations already wait for it")))
         }
         pendingDonations.append((save, completion))
         guard let scheduleWrite, pendingDonations.count < Self.maximumPendingDonations, callsAreQueued() else {
@@ -199,7 +203,7 @@ final class SavedActivities {
             results = try store.saveGroup(waiting.map(\.save)).map { result in
                 result.mapError { storageFailure("save the donation", $0) }
             }
-        } catch let error as StoreError where error.isLockedByAnotherConnection && mayWaitForLock && waitForLock(waiting.count) {
+        } catch let error as StoreError where error.isLockedByAnotherConnection && mayWaitForLock && mayGoOnWaitingForLock() {
             pendingDonations = waiting
             lockRetry = scheduler.after(milliseconds: Self.lockRetryMilliseconds) { [weak self] in
                 self?.lockRetry = nil
@@ -214,15 +218,16 @@ final class SavedActivities {
         for (donation, result) in zip(waiting, results) { donation.done(result) }
     }
 
-    /// Whether `count` donations may go on waiting for another process's lock.
-    private func waitForLock(_ count: Int) -> Bool {
+    /// Whether the waiting donations may go on waiting for another process's
+    /// lock (their number is bounded where they are accepted, in `donate`).
+    private func mayGoOnWaitingForLock() -> Bool {
         let now = scheduler.now
         guard let since = lockedSince else {
             lockedSince = now
             log.notice("saved-activity store: another process holds its write lock; donations wait for it (at most \(Self.longestLockWaitMilliseconds) ms)")
-            return count <= Self.maximumDonationsWaitingForLock
+            return true
         }
-        return now - since < Self.longestLockWaitMilliseconds * 1000 && count <= Self.maximumDonationsWaitingForLock
+        return now - since < Self.longestLockWaitMilliseconds * 1000
     }
 
     /// The saved entry `savedID`, whoever saved it (callers check visibility).
