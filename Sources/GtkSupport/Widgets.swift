@@ -59,6 +59,23 @@ public func switchRow(_ title: String, subtitle: String? = nil) -> (row: GPointe
     return (row, toggle.raw)
 }
 
+/// A row with a text entry and an Apply button; `apply` runs on Enter or
+/// the button. A plain `GtkEntry` rather than libadwaita 1.2's
+/// `AdwEntryRow`, whose text GTK 4.8 does not expose to assistive
+/// technologies. The row (its activatable widget) names the entry for assistive technologies.
+public func entryRow(_ title: String, apply: @escaping (GPointer) -> Void) -> (row: GPointer, entry: GPointer) {
+    let row = actionRow(title)
+    let entry = gtk_entry_new()!.raw
+    gtk_widget_set_valign(entry.widget, GTK_ALIGN_CENTER)
+    gtk_widget_set_hexpand(entry.widget, CGTK_TRUE)
+    adw_action_row_add_suffix(row.as(), entry.widget)
+    adw_action_row_set_activatable_widget(row.as(), entry.widget)
+    let applyButton = iconButton("object-select-symbolic", tooltip: localized("Apply")) { apply(entry) }
+    adw_action_row_add_suffix(row.as(), applyButton.widget)
+    onSignal(entry, "activate") { apply(entry) }
+    return (row, entry)
+}
+
 public func preferencesGroup(_ title: String, description: String? = nil) -> GPointer {
     let group = adw_preferences_group_new()!
     adw_preferences_group_set_title(group.raw.as(), title)

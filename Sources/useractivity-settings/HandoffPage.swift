@@ -27,6 +27,7 @@ final class HandoffPage {
     private let enabledRow: (row: GPointer, toggle: GPointer)
     private var enabledHandler: UInt = 0
     private let nameRow: GPointer
+    private let nameEntry: GPointer
     private let discoverableRow: (row: GPointer, toggle: GPointer)
     private var discoverableHandler: UInt = 0
     private let notifyRow: (row: GPointer, toggle: GPointer)
@@ -48,10 +49,10 @@ final class HandoffPage {
         let general = preferencesGroup(localized("Handoff"),
                                        description: localized("Continue on this computer what you were doing on your other computers, and the reverse."))
         enabledRow = switchRow(localized("_Handoff"), subtitle: localized("Share what you are doing with your paired devices"))
-        nameRow = adw_entry_row_new()!.raw
-        adw_preferences_row_set_title(nameRow.as(), localized("Device _name"))
-        adw_preferences_row_set_use_underline(nameRow.as(), CGTK_TRUE)
-        adw_entry_row_set_show_apply_button(nameRow.as(), CGTK_TRUE)
+        var apply: (String, TypedValue) -> Void = { _, _ in }
+        let name = entryRow(localized("Device _name")) { entry in apply("DeviceName", .string(editableText(entry))) }
+        nameRow = name.row
+        nameEntry = name.entry
         discoverableRow = switchRow(localized("_Visible to nearby devices"), subtitle: localized("Lets a nearby device ask to pair"))
         notifyRow = switchRow(localized("_Notify when an activity can be continued"))
         for row in [enabledRow.row, nameRow, discoverableRow.row, notifyRow.row] { addToGroup(general, row) }
@@ -60,10 +61,8 @@ final class HandoffPage {
                                         description: localized("Nearby and paired computers. Pairing shows a code on both; confirm it only when they match."))
         noDevicesRow = actionRow(localized("No devices found"), subtitle: localized("Turn Handoff on here and on your other computer."))
         addToGroup(devicesGroup, noDevicesRow)
-        let addressRow = adw_entry_row_new()!.raw
-        adw_preferences_row_set_title(addressRow.as(), localized("Connect by _address (host:port)"))
-        adw_preferences_row_set_use_underline(addressRow.as(), CGTK_TRUE)
-        adw_entry_row_set_show_apply_button(addressRow.as(), CGTK_TRUE)
+        var connect: (GPointer) -> Void = { _ in }
+        let addressRow = entryRow(localized("Connect by _address")) { entry in connect(entry) }.row
         let advanced = preferencesGroup(localized("Other networks"),
                                         description: localized("Where devices cannot find each other, connect to one by its address."))
         addToGroup(advanced, addressRow)
@@ -80,15 +79,13 @@ final class HandoffPage {
         notifyHandler = onSignal(notifyRow.toggle, "notify::active") { [unowned self] _ in
             set("NotifyContinuable", .boolean(switchIsOn(notifyRow.toggle)))
         }
-        onSignal(nameRow, "apply") { [unowned self] in
-            set("DeviceName", .string(editableText(nameRow)))
-        }
-        onSignal(addressRow, "apply") { [unowned self] in
-            let address = editableText(addressRow)
+        apply = { [unowned self] property, value in set(property, value) }
+        connect = { [unowned self] addressEntry in
+            let address = editableText(addressEntry)
             link.call(HandoffNames.service, HandoffNames.managerPath, HandoffNames.manager, "AddPeer", [.string(address)],
                       timeoutMilliseconds: 60_000) { [weak self] result in
                 switch result {
-                case .success: setEditableText(addressRow, "")
+                case .success: setEditableText(addressEntry, "")
                 case .failure(let failure): self?.toaster.show(localized("Could not connect to") + " \(address): \(failure.explanation)")
                 }
             }
@@ -100,7 +97,7 @@ final class HandoffPage {
         link.follow(HandoffNames.service, signals: { [weak self] message in self?.handle(message) },
                     ownerChanged: { [weak self] running in
                         // A restarted service knows nobody: read everything again and register again.
-                        if running { self?.load() }
+                        if running { self?.load() } else { self?.notice.show(localized("The Handoff service stopped.")) }
                     })
         load()
     }
@@ -150,8 +147,8 @@ final class HandoffPage {
             withSignalBlocked(enabledRow.toggle, enabledHandler) { setSwitch(enabledRow.toggle, on) }
             for row in [nameRow, discoverableRow.row, notifyRow.row] { setSensitive(row, on) }
         }
-        if let name = values["DeviceName"]?.stringValue, name != editableText(nameRow) {
-            setEditableText(nameRow, name)
+        if let name = values["DeviceName"]?.stringValue, name != editableText(nameEntry) {
+            setEditableText(nameEntry, name)
         }
         if let on = values["NotifyContinuable"]?.boolValue {
             withSignalBlocked(notifyRow.toggle, notifyHandler) { setSwitch(notifyRow.toggle, on) }

@@ -90,7 +90,6 @@ final class HistoryPage {
         for (title, what, seconds) in ranges {
             let row = actionRow(title)
             let action = button(localized("Forget…"), cssClasses: seconds == nil ? ["destructive-action"] : []) {}
-            cgtk_accessible_label(action, String(title.filter { $0 != "_" }))
             adw_action_row_add_suffix(row.as(), action.widget)
             adw_action_row_set_activatable_widget(row.as(), action.widget)
             addToGroup(forgetGroup, row)

@@ -39,7 +39,6 @@ final class PrivacyPage {
         let retentionRow = actionRow(localized("_Keep history for (days)"), subtitle: localized("0 keeps it until you forget it"))
         retention = gtk_spin_button_new_with_range(0, 3650, 1)!.raw
         gtk_widget_set_valign(retention.widget, GTK_ALIGN_CENTER)
-        cgtk_accessible_label(retention, localized("Keep history for (days)"))
         adw_action_row_add_suffix(retentionRow.as(), retention.widget)
         adw_action_row_set_activatable_widget(retentionRow.as(), retention.widget)
         bridgeRow = switchRow(localized("Include _recent files"),
@@ -53,11 +52,10 @@ final class PrivacyPage {
 
         typesGroup = preferencesGroup(localized("Blocked activity types"),
                                       description: localized("Activities of these types are never saved or suggested."))
-        let typeEntry = adw_entry_row_new()!.raw
-        adw_preferences_row_set_title(typeEntry.as(), localized("Block a _type (e.g. com.example.Editor.edit)"))
-        adw_preferences_row_set_use_underline(typeEntry.as(), CGTK_TRUE)
-        adw_entry_row_set_show_apply_button(typeEntry.as(), CGTK_TRUE)
-        addToGroup(typesGroup, typeEntry)
+        var blockType: (GPointer) -> Void = { _ in }
+        let typeRow = entryRow(localized("Block a _type")) { entry in blockType(entry) }
+        gtk_entry_set_placeholder_text(typeRow.entry.as(), "com.example.Editor.edit")
+        addToGroup(typesGroup, typeRow.row)
 
         notice = UnavailableNotice { [unowned self] in load() }
         for group in [notice.group, history, appsGroup, typesGroup] { addGroup(page, group) }
@@ -74,7 +72,7 @@ final class PrivacyPage {
             set("RetentionDays", .uint32(UInt32(max(0, gtk_spin_button_get_value_as_int(retention.as())))))
         }
         onSignal(addApp, "clicked") { [unowned self] in chooseApp() }
-        onSignal(typeEntry, "apply") { [unowned self] in
+        blockType = { [unowned self] typeEntry in
             let type = editableText(typeEntry).filter { !$0.isWhitespace }
             guard !type.isEmpty else { return }
             let blocked = values["BlockedActivityTypes"]?.stringArrayValue ?? []
@@ -85,7 +83,9 @@ final class PrivacyPage {
             guard let self, message.path == ActivityNames.managerPath, let change = message.changedProperties,
                   change.interface == ActivityNames.manager else { return }
             apply(change.values)
-        }, ownerChanged: { [weak self] running in if running { self?.load() } })
+        }, ownerChanged: { [weak self] running in
+            if running { self?.load() } else { self?.notice.show(localized("The activity service stopped.")) }
+        })
         load()
     }
 
