@@ -40,7 +40,10 @@ final class HandoffPage {
     private var countdown: GLibSource?
     private var agent: PairingAgent!
 
-    init(link: ServiceLink, window: GPointer, toaster: Toaster) {
+    let apps: InstalledApps
+
+    init(link: ServiceLink, window: GPointer, toaster: Toaster, apps: InstalledApps) {
+        self.apps = apps
         self.link = link
         self.window = window
         self.toaster = toaster
@@ -286,9 +289,11 @@ final class DeviceRow {
     private let continueButton: GPointer
     private let pairButton: GPointer
     private let forgetButton: GPointer
+    private unowned let page: HandoffPage
 
     init(path: String, page: HandoffPage) {
         self.path = path
+        self.page = page
         row = actionRow(localized("Device"))
         adw_action_row_add_prefix(row.as(), gtk_image_new_from_icon_name("computer-symbolic"))
         continueButton = button(localized("C_ontinue"), cssClasses: ["suggested-action"]) {}
@@ -312,7 +317,8 @@ final class DeviceRow {
         let activity = Dictionary((values["CurrentActivity"].flatMap(dictionaryEntries) ?? []).map { ($0.0, $0.1.unwrappedVariant) },
                                   uniquingKeysWith: { $1 })
         let title = activity["title"]?.stringValue ?? ""
-        let app = activity["app-id"]?.stringValue ?? ""
+        let appID = activity["app-id"]?.stringValue ?? ""
+        let app = appID.isEmpty ? "" : page.apps.app(appID).name
         if !title.isEmpty || !app.isEmpty {
             lines.append(localized("Now:") + " " + (title.isEmpty ? localized("Untitled") : title) + (app.isEmpty ? "" : " — \(app)"))
         }

@@ -50,7 +50,7 @@ final class HistoryPage {
     /// Only the reply to the latest query is shown.
     private var generation = 0
 
-    init(link: ServiceLink, window: GPointer, toaster: Toaster, apps: InstalledApps = InstalledApps()) {
+    init(link: ServiceLink, window: GPointer, toaster: Toaster, apps: InstalledApps) {
         self.link = link
         self.window = window
         self.toaster = toaster

@@ -27,7 +27,7 @@ final class PrivacyPage {
     private var typeRows: [GPointer] = []
     private var values: [String: TypedValue] = [:]
 
-    init(link: ServiceLink, window: GPointer, toaster: Toaster, apps: InstalledApps = InstalledApps()) {
+    init(link: ServiceLink, window: GPointer, toaster: Toaster, apps: InstalledApps) {
         self.link = link
         self.window = window
         self.toaster = toaster

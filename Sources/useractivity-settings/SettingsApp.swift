@@ -43,9 +43,10 @@ final class SettingsApp {
         do {
             let link = try ServiceLink()
             self.link = link
-            let handoff = HandoffPage(link: link, window: window, toaster: toaster)
-            let history = HistoryPage(link: link, window: window, toaster: toaster)
-            let privacy = PrivacyPage(link: link, window: window, toaster: toaster)
+            let apps = InstalledApps()
+            let handoff = HandoffPage(link: link, window: window, toaster: toaster, apps: apps)
+            let history = HistoryPage(link: link, window: window, toaster: toaster, apps: apps)
+            let privacy = PrivacyPage(link: link, window: window, toaster: toaster, apps: apps)
             pages = [handoff, history, privacy]
             adw_preferences_window_add(window.as(), handoff.page.as())
             adw_preferences_window_add(window.as(), history.page.as())

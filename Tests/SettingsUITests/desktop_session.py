@@ -3,8 +3,10 @@
 built daemons as D-Bus-activatable services, an X server (Xvfb) and the
 accessibility bus (at-spi2-core). Nothing of the developer's session is used."""
 import os
+import random
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -79,6 +81,7 @@ class Session:
         base["DBUS_SESSION_BUS_ADDRESS"] = self.address
         self.env = base
         self.display = x_display
+        self.x_log = None
         if x_display is None:
             self.display = self._start_x()
         self.env["DISPLAY"] = self.display
@@ -88,19 +91,35 @@ class Session:
             raise RuntimeError("at-spi-bus-launcher did not take org.a11y.Bus")
 
     def _start_x(self):
-        read, write = os.pipe()
-        xvfb = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0", "1280x900x24", "-nolisten", "tcp"],
-                                pass_fds=[write], stderr=subprocess.DEVNULL, start_new_session=True)
-        os.close(write)
-        self.children.append(xvfb)
-        number = b""
-        with os.fdopen(read, "rb") as pipe:
-            while not number.endswith(b"\n"):
-                chunk = pipe.read(1)
-                if not chunk:
-                    raise RuntimeError("Xvfb did not start")
-                number += chunk
-        return ":" + number.decode().strip()
+        """Xvfb on a free display taken at random from a high range: other
+        X servers on the machine (also in other mount namespaces, whose
+        abstract sockets clients try first) keep the low numbers."""
+        self.x_log = os.path.join(self.root, "xvfb.log")
+        for _ in range(8):
+            display = random.randrange(200, 60000)
+            if os.path.exists(f"/tmp/.X{display}-lock") or self._x_socket_accepts(display, abstract=True):
+                continue
+            with open(self.x_log, "w") as log:
+                xvfb = subprocess.Popen(["Xvfb", f":{display}", "-screen", "0", "1280x900x24", "-nolisten", "tcp", "-noreset"],
+                                        stdout=log, stderr=log, start_new_session=True)
+            if wait_until(lambda: xvfb.poll() is not None or self._x_socket_accepts(display), 15) and xvfb.poll() is None:
+                self.children.append(xvfb)
+                return f":{display}"
+            xvfb.kill()
+            xvfb.wait()
+        raise RuntimeError(f"Xvfb did not start: {open(self.x_log).read()[-2000:]}")
+
+    @staticmethod
+    def _x_socket_accepts(display, abstract=False):
+        path = f"/tmp/.X11-unix/X{display}"
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(("\0" + path) if abstract else path)
+            return True
+        except OSError:
+            return False
+        finally:
+            probe.close()
 
     @staticmethod
     def _write(path, text):

@@ -8,6 +8,7 @@ Usage: settings_ui_test.py [--screenshots DIR] [--only NAME[,NAME]]
 Prints one line per check and "N passed, M failed"; exits non-zero on a failure."""
 import argparse
 import os
+import subprocess
 import sys
 import time
 import traceback
@@ -70,6 +71,17 @@ def find_all(root, role, contains=""):
     return [node for node in found if node is not None]
 
 
+def label_texts(root):
+    """The text of every label under `root` (labels that vanish meanwhile are skipped)."""
+    texts = []
+    for label in find_all(root, "label"):
+        try:
+            texts.append(label.name or "")
+        except Exception:
+            continue
+    return texts
+
+
 def require(root, role, name=None, contains=None, timeout=20):
     node = wait_until(lambda: find(root, role, name, contains), timeout, 0.2)
     if node is None:
@@ -83,6 +95,22 @@ def shown_text(name):
     plain = (name or "").replace("_", "")
     half = len(plain) // 2
     return plain[:half] if plain[half:half + 1] == " " and plain[:half] == plain[half + 1:] else plain
+
+
+def dialog_button(label, timeout=10):
+    """The button `label` of a dialog (a window of the app other than the main one)."""
+    def lookup():
+        for index in range(app_root.childCount):
+            window = app_root.getChildAtIndex(index)
+            if window is None or window == frame:
+                continue
+            for button in find_all(window, "push button"):
+                if shown_text(button.name) == label:
+                    return button
+    button = wait_until(lookup, timeout, 0.1)
+    if button is None:
+        raise AssertionError(f"no dialog with a {label!r} button")
+    return button
 
 
 def press(node):
@@ -232,7 +260,7 @@ def history_search_as_you_type():
     show_page("History")
     search = require(frame, "entry", "Search history")
     type_text(search, "gard")
-    titles = lambda: sorted(label.name for label in find_all(frame, "label") if label.name in (
+    titles = lambda: sorted(text for text in label_texts(frame) if text in (
         "Garden plan", "Garage invoice", "Gardening notes", "Shopping list"))
     assert wait_until(lambda: titles() == ["Garden plan", "Gardening notes"], 20), titles()
     screenshot("history")
@@ -248,9 +276,7 @@ def forget_this_app_removes_its_entries():
     type_text(search, "gard")
     forget = require(frame, "push button", contains="Forget this app: Notes")
     press(forget)
-    confirm = require(app_root, "push button", contains="Forget", timeout=10)
-    dialog_buttons = [b for b in find_all(app_root, "push button", "Forget") if "this app" not in b.name and "…" not in b.name]
-    press(dialog_buttons[0] if dialog_buttons else confirm)
+    press(dialog_button("Forget"))
     result = lambda: session.call(MANAGER[0], MANAGER[1], "org.example.UserActivity.Search", "gard", "{}")
     assert wait_until(lambda: "Gardening notes" not in result(), 20), result()
     assert "Garden plan" in result(), "other apps' entries stay"
@@ -261,10 +287,7 @@ def forget_everything_with_confirmation():
     show_page("History")
     row_button = require(frame, "push button", contains="Forget everything")
     press(row_button)
-    dialog_button = wait_until(lambda: [b for b in find_all(app_root, "push button", "Forget")
-                                        if shown_text(b.name) == "Forget"], 10)
-    assert dialog_button, "a confirmation is asked"
-    press(dialog_button[0])
+    press(dialog_button("Forget"))
     result = lambda: session.call(MANAGER[0], MANAGER[1], "org.example.UserActivity.Search", "ga", "{}")
     assert wait_until(lambda: result() == "(@aa{sv} [],)", 20), result()
 
@@ -290,9 +313,83 @@ def unavailable_service_is_reported():
     assert wait_until(lambda: find(frame, "label", contains="Handoff is not available") is None, 30), "the page came back"
 
 
+def spawn_fixture(target, *args):
+    """Starts fixtures.py on `target`'s bus and waits for its READY line."""
+    child = subprocess.Popen(["/usr/bin/python3", os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures.py"), *args],
+                             env=target.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    target.children.append(child)
+    line = child.stdout.readline().strip()
+    if line != "READY":
+        raise AssertionError(f"fixtures.py {' '.join(args)} did not start: {child.stderr.read()}")
+    return child
+
+
+def two_stacks_pair_follow_and_continue():
+    """Pairing started in the app on A, confirmed there and by an agent on B;
+    B's current activity shows in its row and Continue continues it on A."""
+    other = Session("b", x_display=session.display, apps=APPS)
+    try:
+        b_handoff = lambda method, *args: other.call(HANDOFF[0], HANDOFF[1], method, *args)
+        b_handoff("org.freedesktop.DBus.Properties.Set", HANDOFF[2], "DeviceName", "<'Laptop B'>")
+        b_handoff("org.freedesktop.DBus.Properties.Set", HANDOFF[2], "Enabled", "<true>")
+        b_handoff("org.freedesktop.DBus.Properties.Set", HANDOFF[2], "Discoverable", "<true>")
+        port = wait_until(lambda: int(other.get(*HANDOFF, "ListenPort").split()[-1].strip(">,)")), 20)
+        agent = spawn_fixture(other, "agent")
+        # The continuing app on A, D-Bus-activatable so that its continuation can be seen.
+        session.write_app(EDITOR, [f"{EDITOR}.edit"], name="Editor")
+        with open(os.path.join(session.xdg["XDG_DATA_HOME"], "applications", EDITOR + ".desktop"), "a") as entry:
+            entry.write("DBusActivatable=true\n")
+        editor = spawn_fixture(session, "app", EDITOR)
+
+        show_page("Handoff")
+        if prop(HANDOFF, "Enabled") != "(<true>,)":
+            press(require(frame, "check box", "Handoff"))
+        name = require(frame, "text", "Device name")
+        name.queryEditableText().setTextContents("")
+        type_text(name, "Desk A")
+        press_key(RETURN)
+        assert wait_until(lambda: prop(HANDOFF, "DeviceName") == "(<'Desk A'>,)", 20), prop(HANDOFF, "DeviceName")
+        address = require(frame, "text", "Connect by address")
+        type_text(address, f"127.0.0.1:{port}")
+        press_key(RETURN)
+        row = require(frame, "list item", "Laptop B", timeout=30)
+        press(require(row, "push button", contains="Pair"))
+        dialog_code = wait_until(lambda: [text for text in label_texts(app_root) if "shows the same code" in text], 30)
+        assert dialog_code, "the app shows the code"
+        code_line = agent.stdout.readline().split()
+        assert code_line[:1] == ["CODE"], code_line
+        assert code_line[1][:3] + " " + code_line[1][3:] in dialog_code[0], (code_line, dialog_code)
+        screenshot("pairing")
+        press(dialog_button("Confirm"))
+        assert wait_until(lambda: any("Paired · Reachable" in text for text in label_texts(row)), 30), \
+            label_texts(row)
+
+        # The name given in the app is what B knows this device by.
+        b_devices = lambda: other.call(HANDOFF[0], HANDOFF[1], "org.freedesktop.DBus.ObjectManager.GetManagedObjects")
+        assert wait_until(lambda: "'Desk A'" in b_devices(), 20), b_devices()
+        current = other.spawn([os.path.join(BUILD, "useractivityctl"), "become-current", "--app-id", EDITOR,
+                               "--title", "Budget sheet", f"{EDITOR}.edit"])
+        assert wait_until(lambda: any("Budget sheet" in text for text in label_texts(row)), 30), \
+            "B's current activity is shown"
+        newer = other.spawn([os.path.join(BUILD, "useractivityctl"), "become-current", "--app-id", EDITOR,
+                             "--title", "Travel plan", f"{EDITOR}.edit"])
+        assert wait_until(lambda: any("Travel plan" in text for text in label_texts(row)), 30), \
+            "the row follows B's current activity"
+        screenshot("handoff-devices")
+        press(require(row, "push button", contains="Continue"))
+        line = editor.stdout.readline()
+        assert "continue-activity" in line and "Travel plan" in line, line
+        assert require(frame, "label", contains="Continued in"), "the app says where it was continued"
+        for child in (current, newer):
+            child.terminate()
+    finally:
+        other.close()
+
+
 CHECKS = [handoff_switch_sets_enabled, device_name_reaches_service, privacy_switches_set_properties,
           cli_change_shows_in_app, history_search_as_you_type, forget_this_app_removes_its_entries,
-          forget_everything_with_confirmation, unavailable_service_is_reported]
+          forget_everything_with_confirmation, unavailable_service_is_reported, two_stacks_pair_follow_and_continue]
 
 passed = failed = 0
 try:
@@ -306,7 +403,8 @@ try:
                 return child
     app_root = wait_until(application, 30, 0.2)
     if app_root is None:
-        raise SystemExit(f"the app did not appear on the accessibility bus: {app_process.stderr.read1(4000)}")
+        raise SystemExit(f"the app did not appear on the accessibility bus: {app_process.stderr.read1(4000)}; "
+                         f"X server log: {open(session.x_log).read()[-2000:] if session.x_log else ''}")
     frame = require(app_root, "frame", timeout=30)
     # Keys go where the pointer is while no window manager gives focus.
     x, y, width, height = frame.queryComponent().getExtents(pyatspi.DESKTOP_COORDS)
@@ -324,6 +422,11 @@ try:
             failed += 1
             print(f"✘ {check.__name__}: {error}", flush=True)
             traceback.print_exc()
+            # A dialog left open by a failed check would take the next one's keys.
+            for index in range(app_root.childCount):
+                window = app_root.getChildAtIndex(index)
+                if window is not None and window != frame:
+                    press_key(0xff1b)  # Escape
         if app_process.poll() is not None:
             print(f"✘ the app exited ({app_process.returncode}): {app_process.stderr.read().decode()[-3000:]}")
             failed += 1
