@@ -34,6 +34,7 @@ final class SettingsApp {
             gtk_window_present(window.as())
             return
         }
+        gtk_window_set_default_icon_name(Self.applicationID)
         let window = adw_preferences_window_new()!.raw
         self.window = window
         gtk_window_set_application(window.as(), application.as())
