@@ -159,7 +159,7 @@ public enum Interfaces {
 extension Interfaces {
     /// The manager's methods, in the documented order; `Interfaces.manager` lists them.
     public enum Manager: InterfaceMember {
-        case createActivity, becomeCurrent, donate, search, getSuggestions, continueActivity, fetchForHandoff, markContinued, continueSavedActivity, registerApplication, registerHandler, openContinuationStream, openHandoffStream, deleteSavedActivities, deleteAllSavedActivities, forgetApplication, forgetRange, forgetAll
+        case createActivity, becomeCurrent, donate, search, getSuggestions, continueActivity, fetchForHandoff, markContinued, continueSavedActivity, registerApplication, registerHandler, openContinuationStream, openHandoffStream, deleteSavedActivities, deleteAllSavedActivities, forgetApplication, forgetRange, forgetAll, forgetSavedActivities
 
         public static var interface: InterfaceDescription { manager }
 
@@ -241,6 +241,10 @@ extension Interfaces {
             case .forgetAll:
                 M(name: "ForgetAll", inputs: [], outputs: [A("deleted", "u", "number of saved activities deleted")],
                   doc: "Privacy control: deletes every saved activity. Unconfined callers only.")
+            case .forgetSavedActivities:
+                M(name: "ForgetSavedActivities", inputs: [A("saved_ids", "as", "saved-id values, as Search and GetSuggestions return them; at most 1000")],
+                  outputs: [A("deleted", "u", "number of saved activities deleted (ids that match none are skipped)")],
+                  doc: "Addition to the contract. Privacy control: deletes these saved activities, whichever app saved them (one search result, for a settings app). Unconfined callers only; InvalidArgument for an empty id or more than 1000.")
             }
         }
     }

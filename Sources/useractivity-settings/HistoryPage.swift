@@ -29,10 +29,12 @@ final class HistoryPage {
         let title: GPointer
         let detail: GPointer
         let time: GPointer
+        let forgetOne: GPointer
         let forgetApp: GPointer
         var index = -1
-        init(icon: GPointer, title: GPointer, detail: GPointer, time: GPointer, forgetApp: GPointer) {
-            self.icon = icon; self.title = title; self.detail = detail; self.time = time; self.forgetApp = forgetApp
+        init(icon: GPointer, title: GPointer, detail: GPointer, time: GPointer, forgetOne: GPointer, forgetApp: GPointer) {
+            self.icon = icon; self.title = title; self.detail = detail; self.time = time
+            self.forgetOne = forgetOne; self.forgetApp = forgetApp
         }
     }
 
@@ -174,12 +176,17 @@ final class HistoryPage {
         gtk_box_append(texts.raw.as(), detail.widget)
         let time = label("", cssClasses: ["dim-label", "caption"], xalign: 1)
         let cell = Cell(icon: icon, title: title, detail: detail, time: time,
+                        forgetOne: iconButton("list-remove-symbolic", tooltip: localized("Forget this activity")) {},
                         forgetApp: iconButton("user-trash-symbolic", tooltip: localized("Forget this app")) {})
+        onSignal(cell.forgetOne, "clicked") { [unowned self, unowned cell] in
+            guard results.indices.contains(cell.index) else { return }
+            forgetOne(results[cell.index])
+        }
         onSignal(cell.forgetApp, "clicked") { [unowned self, unowned cell] in
             guard results.indices.contains(cell.index) else { return }
             forgetApp(results[cell.index].appID)
         }
-        for child in [icon, texts.raw, time, cell.forgetApp] { gtk_box_append(box.raw.as(), child.widget) }
+        for child in [icon, texts.raw, time, cell.forgetOne, cell.forgetApp] { gtk_box_append(box.raw.as(), child.widget) }
         gtk_list_item_set_child(item.as(), box)
         cells[item] = cell
     }
@@ -191,14 +198,25 @@ final class HistoryPage {
         let result = results[index]
         cell.index = index
         apps.setImage(cell.icon, result.appID)
-        setLabel(cell.title, result.title.isEmpty ? localized("Untitled") : result.title)
+        setLabel(cell.title, displayTitle(result))
         let appName = apps.app(result.appID).name
         setLabel(cell.detail, result.description.isEmpty ? appName : "\(result.description) — \(appName)")
         setLabel(cell.time, whenText(microseconds: result.lastUsed))
+        cgtk_accessible_label(cell.forgetOne, localized("Forget this activity") + ": " + displayTitle(result))
         cgtk_accessible_label(cell.forgetApp, localized("Forget this app") + ": " + appName)
     }
 
+    private func displayTitle(_ result: Result) -> String {
+        result.title.isEmpty ? localized("Untitled") : result.title
+    }
+
     // MARK: Forgetting
+
+    /// One entry, at once (a single result, as a file manager's "Remove from Recent").
+    private func forgetOne(_ result: Result) {
+        link.call(ActivityNames.service, ActivityNames.managerPath, ActivityNames.manager, "ForgetSavedActivities",
+                  [.stringArray([result.savedID])]) { [weak self] reply in self?.forgotten(reply) }
+    }
 
     private func forgetApp(_ appID: String) {
         let name = apps.app(appID).name

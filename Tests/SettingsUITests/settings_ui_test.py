@@ -269,6 +269,18 @@ def history_search_as_you_type():
     assert wait_until(lambda: titles() == ["Garage invoice", "Garden plan", "Gardening notes"], 20), titles()
 
 
+def forget_one_removes_it():
+    show_page("History")
+    search = require(frame, "entry", "Search history")
+    search.queryEditableText().setTextContents("")
+    type_text(search, "garage")
+    press(require(frame, "push button", contains="Forget this activity: Garage invoice"))
+    result = lambda: session.call(MANAGER[0], MANAGER[1], "org.example.UserActivity.Search", "ga", "{}")
+    assert wait_until(lambda: "Garage invoice" not in result(), 20), result()
+    assert "Garden plan" in result() and "Gardening notes" in result(), "only that entry is forgotten"
+    assert wait_until(lambda: "Garage invoice" not in label_texts(frame), 20), "the forgotten entry is still shown"
+
+
 def forget_this_app_removes_its_entries():
     show_page("History")
     search = require(frame, "entry", "Search history")
@@ -288,7 +300,7 @@ def forget_everything_with_confirmation():
     row_button = require(frame, "push button", contains="Forget everything")
     press(row_button)
     press(dialog_button("Forget"))
-    result = lambda: session.call(MANAGER[0], MANAGER[1], "org.example.UserActivity.Search", "ga", "{}")
+    result = lambda: session.call(MANAGER[0], MANAGER[1], "org.example.UserActivity.Search", "g", "{}")
     assert wait_until(lambda: result() == "(@aa{sv} [],)", 20), result()
 
 
@@ -388,7 +400,7 @@ def two_stacks_pair_follow_and_continue():
 
 
 CHECKS = [handoff_switch_sets_enabled, device_name_reaches_service, privacy_switches_set_properties,
-          cli_change_shows_in_app, history_search_as_you_type, forget_this_app_removes_its_entries,
+          cli_change_shows_in_app, history_search_as_you_type, forget_one_removes_it, forget_this_app_removes_its_entries,
           forget_everything_with_confirmation, unavailable_service_is_reported, two_stacks_pair_follow_and_continue]
 
 passed = failed = 0
