@@ -1,0 +1,128 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""Start to first page shown: useractivity-settings against a minimal GTK 4
+window (bench/settings/minimal-window.c) and a one-row libadwaita preferences
+window (minimal-preferences.c), cold process starts interleaved in the same run, under Xvfb with the accessibility bus and the real daemons
+(Tests/SettingsUITests/desktop_session.py).
+
+"Shown" is the moment the window's "Handoff" switch is exposed over AT-SPI:
+the window is mapped and its rows are built. Both are found the same way:
+the child indices from the app to the switch are learnt in a warm-up start,
+then each measured start follows them every 2 ms.
+
+Usage: bench/settings/startup.py [--runs 10] [--app PATH] [--json]"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "Tests", "SettingsUITests"))
+from desktop_session import BUILD, Session, wait_until  # noqa: E402
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--runs", type=int, default=10)
+parser.add_argument("--app", default=os.path.join(BUILD, "useractivity-settings"))
+parser.add_argument("--json", action="store_true")
+options = parser.parse_args()
+
+work = tempfile.mkdtemp(prefix="settings-bench-")
+
+def compile_floor(name, package):
+    output = os.path.join(work, name)
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", package], capture_output=True, text=True, check=True).stdout.split()
+    subprocess.run(["gcc", "-O2", "-o", output, os.path.join(os.path.dirname(__file__), name + ".c"), *flags], check=True)
+    return output
+
+
+minimal = compile_floor("minimal-window", "gtk4")
+preferences = compile_floor("minimal-preferences", "libadwaita-1")
+
+session = Session("bench")
+os.environ["DBUS_SESSION_BUS_ADDRESS"] = session.address
+os.environ["DISPLAY"] = session.display
+import pyatspi  # noqa: E402
+
+
+def application(name):
+    desktop = pyatspi.Registry.getDesktop(0)
+    for index in range(desktop.childCount):
+        child = desktop.getChildAtIndex(index)
+        try:
+            if child is not None and child.name == name:
+                return child
+        except Exception:
+            continue
+
+
+def learn_path(root):
+    """Child indices from `root` to the check box named "Handoff"."""
+    queue = [(root, [])]
+    while queue:
+        node, path = queue.pop(0)
+        try:
+            if node.getRoleName() == "check box" and node.name == "Handoff":
+                return path
+            queue.extend((node.getChildAtIndex(i), path + [i]) for i in range(node.childCount))
+        except Exception:
+            continue
+    raise SystemExit("no Handoff switch found")
+
+
+def follow(root, path):
+    node = root
+    try:
+        for index in path:
+            node = node.getChildAtIndex(index)
+            if node is None:
+                return False
+        return node.getRoleName() == "check box" and node.name == "Handoff"
+    except Exception:
+        return False
+
+
+def start(argv, name, path=None):
+    """Milliseconds from spawning `argv` to its switch exposed; the learnt path when `path` is None."""
+    started = time.monotonic()
+    child = session.spawn(argv, GSK_RENDERER="cairo")
+    try:
+        if path is None:
+            root = wait_until(lambda: application(name), 30, 0.01)
+            time.sleep(2)
+            return learn_path(root)
+        shown = wait_until(lambda: (lambda root: root is not None and follow(root, path))(application(name)), 30, 0.002)
+        if not shown:
+            raise SystemExit(f"{name} not shown within 30 s")
+        return (time.monotonic() - started) * 1000
+    finally:
+        child.terminate()
+        child.wait(10)
+        wait_until(lambda: application(name) is None, 10, 0.01)
+
+
+try:
+    subjects = {"settings": [options.app], "minimal": [minimal], "adwaita": [preferences]}
+    names = {"settings": "useractivity-settings", "minimal": "minimal-window", "adwaita": "minimal-preferences"}
+    paths = {key: start(argv, names[key]) for key, argv in subjects.items()}
+    samples = {key: [] for key in subjects}
+    for _ in range(options.runs):
+        for key, argv in subjects.items():
+            samples[key].append(start(argv, names[key], paths[key]))
+finally:
+    session.close()
+
+result = {key: {"p50_ms": round(statistics.median(values), 1), "min_ms": round(min(values), 1),
+                "max_ms": round(max(values), 1), "runs": len(values)} for key, values in samples.items()}
+result["ratio_p50"] = round(result["settings"]["p50_ms"] / result["minimal"]["p50_ms"], 2)
+result["ratio_p50_adwaita"] = round(result["settings"]["p50_ms"] / result["adwaita"]["p50_ms"], 2)
+if options.json:
+    print(json.dumps(result))
+else:
+    for key in subjects:
+        print(f"{key:9} p50 {result[key]['p50_ms']:7.1f} ms  min {result[key]['min_ms']:7.1f}  max {result[key]['max_ms']:7.1f}  ({result[key]['runs']} cold starts)")
+    print(f"settings / minimal GTK 4 window at p50: {result['ratio_p50']}; "
+          f"settings / one-row libadwaita preferences window: {result['ratio_p50_adwaita']}")
