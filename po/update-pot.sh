@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-.build/po/useractivity-settings.pot}"
 mkdir -p "$(dirname "$out")"
-xgettext --language=C --from-code=UTF-8 --keyword= --keyword=localized:1 --keyword=localized:1,2 \
+xgettext --language=C --from-code=UTF-8 --keyword= --keyword=localized:1 --keyword=localized:1,2 --keyword=localizedFormat:1 \
   --add-comments=TRANSLATORS --package-name=useractivity-settings --msgid-bugs-address=maintainers@example.org \
   -o "$out" Sources/useractivity-settings/*.swift Sources/GtkSupport/*.swift
 xgettext --join-existing --from-code=UTF-8 -o "$out" \

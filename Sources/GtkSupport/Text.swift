@@ -28,3 +28,17 @@ public func localized(_ singular: String, _ plural: String, _ count: Int) -> Str
 public func setUpTranslations(domain: String, directory: String) {
     cgtk_textdomain(domain, directory)
 }
+
+/// The translation of `format` with each `%s` replaced, in order, by an
+/// argument: translators see whole sentences and may move the names.
+public func localizedFormat(_ format: String, _ arguments: String...) -> String {
+    var remaining = arguments[...]
+    var result = ""
+    var text = Substring(localized(format))
+    while let range = text.firstRange(of: "%s") {
+        result += text[..<range.lowerBound]
+        result += remaining.popFirst() ?? ""
+        text = text[range.upperBound...]
+    }
+    return result + text
+}

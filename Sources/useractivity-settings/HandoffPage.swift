@@ -89,7 +89,7 @@ final class HandoffPage {
                       timeoutMilliseconds: 60_000) { [weak self] result in
                 switch result {
                 case .success: setEditableText(addressEntry, "")
-                case .failure(let failure): self?.toaster.show(localized("Could not connect to") + " \(address): \(failure.explanation)")
+                case .failure(let failure): self?.toaster.show(localizedFormat("Could not connect to %s: %s", address, failure.explanation))
                 }
             }
         }
@@ -179,7 +179,7 @@ final class HandoffPage {
         }
         let tick = { [unowned self] () -> Bool in
             let left = max(0, (until - currentTimeMicroseconds()) / 1_000_000)
-            let text = localized("Visible for") + " \(left / 60):" + (left % 60 < 10 ? "0" : "") + "\(left % 60) " + localized("more")
+            let text = localizedFormat("Visible for %s more", "\(left / 60):" + (left % 60 < 10 ? "0" : "") + "\(left % 60)")
             adw_action_row_set_subtitle(discoverableRow.row.as(), text)
             return left > 0
         }
@@ -233,18 +233,18 @@ final class HandoffPage {
     // MARK: What a device row asks for
 
     func pair(_ row: DeviceRow) {
-        toaster.show(localized("Pairing with") + " \(row.name)…")
+        toaster.show(localizedFormat("Pairing with %s…", row.name))
         link.call(HandoffNames.service, row.path, HandoffNames.device, "Pair", timeoutMilliseconds: 120_000) { [weak self] result in
             guard let self else { return }
             switch result {
-            case .success: toaster.show(localized("Paired with") + " \(row.name)")
+            case .success: toaster.show(localizedFormat("Paired with %s", row.name))
             case .failure(let failure): toaster.show(pairingFailure(failure, device: row.name))
             }
         }
     }
 
     func forget(_ row: DeviceRow) {
-        ask(parent: window, heading: localized("Forget") + " \(row.name)?",
+        ask(parent: window, heading: localizedFormat("Forget %s?", row.name),
             body: localized("The devices will have to pair again to hand off activities."),
             responses: [("cancel", localized("_Cancel"), false), ("forget", localized("_Forget"), true)]) { [weak self] answer in
             guard answer == "forget", let self else { return }
@@ -260,7 +260,7 @@ final class HandoffPage {
             switch result {
             case .success(let values):
                 let app = values.first?.stringValue ?? ""
-                self?.toaster.show(localized("Continued") + (app.isEmpty ? "" : " " + localized("in") + " \(app)"))
+                self?.toaster.show(app.isEmpty ? localized("Continued") : localizedFormat("Continued in %s", app))
             case .failure(let failure):
                 self?.toaster.show(localized("Could not continue:") + " " + failure.explanation)
             }
@@ -276,7 +276,7 @@ final class HandoffPage {
         default: reason = failure.explanation
         }
         let detail = failure.message.isEmpty || failure.explanation != failure.message ? "" : " (\(failure.message))"
-        return localized("Pairing with") + " \(device) " + localized("failed:") + " \(reason)\(detail)"
+        return localizedFormat("Pairing with %s failed: %s", device, reason + detail)
     }
 }
 
@@ -320,12 +320,12 @@ final class DeviceRow {
         let appID = activity["app-id"]?.stringValue ?? ""
         let app = appID.isEmpty ? "" : page.apps.app(appID).name
         if !title.isEmpty || !app.isEmpty {
-            lines.append(localized("Now:") + " " + (title.isEmpty ? localized("Untitled") : title) + (app.isEmpty ? "" : " — \(app)"))
+            lines.append(localizedFormat("Now: %s", (title.isEmpty ? localized("Untitled") : title) + (app.isEmpty ? "" : " — \(app)")))
         }
         adw_action_row_set_subtitle(row.as(), lines.joined(separator: "\n"))
         adw_action_row_set_subtitle_lines(row.as(), 3)
         setVisible(continueButton, paired && reachable && (activity["continuable"]?.boolValue ?? false))
-        if !title.isEmpty { cgtk_accessible_label(continueButton, localized("Continue") + " " + title) }
+        if !title.isEmpty { cgtk_accessible_label(continueButton, localizedFormat("Continue %s", title)) }
         setVisible(pairButton, !paired)
         setVisible(forgetButton, paired)
     }

@@ -85,17 +85,17 @@ final class HistoryPage {
 
         let forgetGroup = preferencesGroup(localized("Forget"))
         let ranges: [(String, String, Int64?)] = [
-            (localized("Forget the last _hour"), localized("the last hour"), 3_600),
-            (localized("Forget the last _day"), localized("the last day"), 86_400),
-            (localized("Forget _everything"), localized("everything"), nil),
+            (localized("Forget the last _hour"), localized("Forget the last hour?"), 3_600),
+            (localized("Forget the last _day"), localized("Forget the last day?"), 86_400),
+            (localized("Forget _everything"), localized("Forget everything?"), nil),
         ]
-        for (title, what, seconds) in ranges {
+        for (title, question, seconds) in ranges {
             let row = actionRow(title)
             let action = button(localized("Forget…"), cssClasses: seconds == nil ? ["destructive-action"] : []) {}
             adw_action_row_add_suffix(row.as(), action.widget)
             adw_action_row_set_activatable_widget(row.as(), action.widget)
             addToGroup(forgetGroup, row)
-            onSignal(action, "clicked") { [unowned self] in forget(what, seconds: seconds) }
+            onSignal(action, "clicked") { [unowned self] in forget(asking: question, seconds: seconds) }
         }
 
         notice = UnavailableNotice { [unowned self] in search() }
@@ -220,7 +220,7 @@ final class HistoryPage {
 
     private func forgetApp(_ appID: String) {
         let name = apps.app(appID).name
-        ask(parent: window, heading: localized("Forget everything from") + " \(name)?",
+        ask(parent: window, heading: localizedFormat("Forget everything from %s?", name),
             body: localized("Every saved activity of this app is deleted. This cannot be undone."),
             responses: [("cancel", localized("_Cancel"), false), ("forget", localized("_Forget"), true)]) { [weak self] answer in
             guard answer == "forget", let self else { return }
@@ -229,8 +229,8 @@ final class HistoryPage {
         }
     }
 
-    private func forget(_ what: String, seconds: Int64?) {
-        ask(parent: window, heading: localized("Forget") + " \(what)?",
+    private func forget(asking question: String, seconds: Int64?) {
+        ask(parent: window, heading: question,
             body: localized("Saved activities used in this time are deleted. This cannot be undone."),
             responses: [("cancel", localized("_Cancel"), false), ("forget", localized("_Forget"), true)]) { [weak self] answer in
             guard answer == "forget", let self else { return }

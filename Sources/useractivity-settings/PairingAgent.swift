@@ -86,8 +86,8 @@ final class PairingAgent {
         }
         let spaced = String(code.prefix(3)) + " " + String(code.suffix(3))
         let name = deviceName(device)
-        let dialog = cgtk_message_dialog(window.as(), localized("Pair with") + " \(name)?",
-                                         localized("Confirm only if") + " \(name) " + localized("shows the same code:") + "\n\n\(spaced)")!.raw
+        let dialog = cgtk_message_dialog(window.as(), localizedFormat("Pair with %s?", name),
+                                         localizedFormat("Confirm only if %s shows the same code:", name) + "\n\n\(spaced)")!.raw
         adw_message_dialog_set_body_use_markup(dialog.as(), CGTK_FALSE)
         adw_message_dialog_add_response(dialog.as(), "cancel", localized("_Cancel"))
         adw_message_dialog_add_response(dialog.as(), "confirm", localized("C_onfirm"))

@@ -133,7 +133,7 @@ final class PrivacyPage {
             let row = actionRow(app.name, subtitle: app.name == id ? nil : id)
             adw_preferences_row_set_use_underline(row.as(), CGTK_FALSE)
             adw_action_row_add_prefix(row.as(), apps.image(id).widget)
-            adw_action_row_add_suffix(row.as(), iconButton("list-remove-symbolic", tooltip: localized("Unblock") + " \(app.name)") { [unowned self] in
+            adw_action_row_add_suffix(row.as(), iconButton("list-remove-symbolic", tooltip: localizedFormat("Unblock %s", app.name)) { [unowned self] in
                 set("BlockedApplications", .stringArray((values["BlockedApplications"]?.stringArrayValue ?? []).filter { $0 != id }))
             }.widget)
             return row
@@ -147,7 +147,7 @@ final class PrivacyPage {
         typeRows = blocked.map { type in
             let row = actionRow(type)
             adw_preferences_row_set_use_underline(row.as(), CGTK_FALSE)
-            adw_action_row_add_suffix(row.as(), iconButton("list-remove-symbolic", tooltip: localized("Unblock") + " \(type)") { [unowned self] in
+            adw_action_row_add_suffix(row.as(), iconButton("list-remove-symbolic", tooltip: localizedFormat("Unblock %s", type)) { [unowned self] in
                 set("BlockedActivityTypes", .stringArray((values["BlockedActivityTypes"]?.stringArrayValue ?? []).filter { $0 != type }))
             }.widget)
             return row
