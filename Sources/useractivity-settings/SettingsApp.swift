@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import CGtk
+import GLibSupport
 import GtkSupport
 
 /// The application: one preferences window with the Handoff, History and
@@ -15,6 +16,7 @@ final class SettingsApp {
     private var window: GPointer?
     private var link: ServiceLink?
     private var pages: [AnyObject] = []
+    private var laterPages: GLibSource?
 
     init() {
         // NON_UNIQUE: a second instance is a second window, each following the
@@ -46,12 +48,19 @@ final class SettingsApp {
             self.link = link
             let apps = InstalledApps()
             let handoff = HandoffPage(link: link, window: window, toaster: toaster, apps: apps)
-            let history = HistoryPage(link: link, window: window, toaster: toaster, apps: apps)
-            let privacy = PrivacyPage(link: link, window: window, toaster: toaster, apps: apps)
-            pages = [handoff, history, privacy]
+            pages = [handoff]
             adw_preferences_window_add(window.as(), handoff.page.as())
-            adw_preferences_window_add(window.as(), history.page.as())
-            adw_preferences_window_add(window.as(), privacy.page.as())
+            // The other pages once the first has been drawn: the window shows
+            // sooner, and they are there (also for the window's search) a
+            // frame later.
+            laterPages = link.loop.whenNothingElseIsReady { [unowned self] in
+                laterPages = nil
+                let history = HistoryPage(link: link, window: window, toaster: toaster, apps: apps)
+                let privacy = PrivacyPage(link: link, window: window, toaster: toaster, apps: apps)
+                pages += [history, privacy]
+                adw_preferences_window_add(window.as(), history.page.as())
+                adw_preferences_window_add(window.as(), privacy.page.as())
+            }
         } catch {
             let page = adw_preferences_page_new()!.raw
             adw_preferences_page_set_title(page.as(), localized("Unavailable"))
