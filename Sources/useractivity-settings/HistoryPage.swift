@@ -51,6 +51,7 @@ final class HistoryPage {
     private var cells: [GPointer: Cell] = [:]
     /// Only the reply to the latest query is shown.
     private var generation = 0
+    private var searching = false
 
     init(link: ServiceLink, window: GPointer, toaster: Toaster, apps: InstalledApps) {
         self.link = link
@@ -64,6 +65,9 @@ final class HistoryPage {
         searchEntry = gtk_search_entry_new()!.raw
         cgtk_set_string(searchEntry, "placeholder-text", localized("Search history"))
         cgtk_accessible_label(searchEntry, localized("Search history"))
+        // Every keystroke searches (GTK waits 150 ms by default): the service
+        // answers in well under a millisecond, and a reply to an older query is dropped.
+        gtk_search_entry_set_search_delay(searchEntry.as(), 0)
         addToGroup(searchGroup, searchEntry)
         status = label("", cssClasses: ["dim-label"], wrap: true)
         gtk_widget_set_margin_top(status.widget, 6)
@@ -116,13 +120,23 @@ final class HistoryPage {
 
     // MARK: Searching
 
+    /// Searches for the entry's text. One search is in flight at a time:
+    /// keystrokes meanwhile only change what is asked next, so fast typing
+    /// never queues searches for words already gone.
     func search() {
         generation += 1
+        guard !searching else { return }
+        searching = true
         let asked = generation
         let query = editableText(searchEntry)
         link.call(ActivityNames.service, ActivityNames.managerPath, ActivityNames.manager, "Search",
                   [.string(query), .stringVariantDictionary([("limit", .uint32(200))])]) { [weak self] result in
-            guard let self, asked == generation else { return }
+            guard let self else { return }
+            searching = false
+            guard asked == generation else {
+                search()
+                return
+            }
             switch result {
             case .success(let values):
                 notice.show(nil)
