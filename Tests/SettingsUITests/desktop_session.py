@@ -26,6 +26,49 @@ def wait_until(condition, timeout=30.0, step=0.05):
     return condition()
 
 
+def accessible_application(name):
+    """The app called `name` on the accessibility bus of the session in
+    DBUS_SESSION_BUS_ADDRESS, or None (import pyatspi after setting it)."""
+    import pyatspi
+    desktop = pyatspi.Registry.getDesktop(0)
+    for index in range(desktop.childCount):
+        child = desktop.getChildAtIndex(index)
+        try:
+            if child is not None and child.name == name:
+                return child
+        except Exception:
+            continue
+    return None
+
+
+def child_path(root, predicate):
+    """(node, child indices from `root`) of the first node, breadth first, that
+    `predicate` accepts; None when there is none."""
+    queue = [(root, [])]
+    while queue:
+        node, path = queue.pop(0)
+        try:
+            if predicate(node):
+                return node, path
+            queue.extend((node.getChildAtIndex(i), path + [i]) for i in range(node.childCount))
+        except Exception:
+            continue
+    return None
+
+
+def node_at(root, path):
+    """The node at `path` under `root`, looked up afresh; None when it is gone."""
+    node = root
+    try:
+        for index in path:
+            node = node.getChildAtIndex(index)
+            if node is None:
+                return None
+        return node
+    except Exception:
+        return None
+
+
 class Session:
     """One desktop session; `Session(display=...)` for the first one also starts Xvfb."""
 

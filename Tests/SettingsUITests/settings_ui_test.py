@@ -14,7 +14,7 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from desktop_session import BUILD, Session, wait_until  # noqa: E402
+from desktop_session import BUILD, Session, accessible_application, wait_until  # noqa: E402
 
 EDITOR = "com.example.Editor"
 NOTES = "com.example.Notes"
@@ -406,14 +406,7 @@ CHECKS = [handoff_switch_sets_enabled, device_name_reaches_service, privacy_swit
 passed = failed = 0
 try:
     app_process = session.spawn([os.path.join(BUILD, "useractivity-settings")], GSK_RENDERER="cairo")
-
-    def application():
-        desktop = pyatspi.Registry.getDesktop(0)
-        for index in range(desktop.childCount):
-            child = desktop.getChildAtIndex(index)
-            if child is not None and child.name == "useractivity-settings":
-                return child
-    app_root = wait_until(application, 30, 0.2)
+    app_root = wait_until(lambda: accessible_application("useractivity-settings"), 30, 0.2)
     if app_root is None:
         raise SystemExit(f"the app did not appear on the accessibility bus: {app_process.stderr.read1(4000)}; "
                          f"X server log: {open(session.x_log).read()[-2000:] if session.x_log else ''}")

@@ -21,7 +21,7 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "Tests", "SettingsUITests"))
-from desktop_session import BUILD, Session, wait_until  # noqa: E402
+from desktop_session import BUILD, Session, accessible_application, child_path, node_at, wait_until  # noqa: E402
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--entries", type=int, default=100_000)
@@ -71,36 +71,11 @@ def fill(count):
         raise SystemExit(f"Donate failed: {state['failed']}")
 
 
-def application():
-    desktop = pyatspi.Registry.getDesktop(0)
-    for index in range(desktop.childCount):
-        child = desktop.getChildAtIndex(index)
-        if child is not None and child.name == "useractivity-settings":
-            return child
-
-
-def find_path(root, predicate):
-    queue = [(root, [])]
-    while queue:
-        node, path = queue.pop(0)
-        try:
-            if predicate(node):
-                return node, path
-            queue.extend((node.getChildAtIndex(i), path + [i]) for i in range(node.childCount))
-        except Exception:
-            continue
-    return None
-
-
 def follow(root, path):
     """The name of the node at `path` under `root`, read afresh."""
-    node = root
+    node = node_at(root, path)
     try:
-        for index in path:
-            node = node.getChildAtIndex(index)
-            if node is None:
-                return None
-        return node.name
+        return node.name if node is not None else None
     except Exception:
         return None
 
@@ -122,13 +97,13 @@ try:
     fill(options.entries)
     fill_seconds = time.monotonic() - started
     app = session.spawn([options.app], GSK_RENDERER="cairo")
-    root = wait_until(application, 30, 0.05)
+    root = wait_until(lambda: accessible_application("useractivity-settings"), 30, 0.05)
     frame = wait_until(lambda: root.getChildAtIndex(0), 10)
     x, y, width, height = frame.queryComponent().getExtents(pyatspi.DESKTOP_COORDS)
     pyatspi.Registry.generateMouseEvent(x + width // 2, y + 10, "abs")
-    tab, _ = wait_until(lambda: find_path(frame, lambda n: n.getRoleName() == "page tab" and n.name == "History"), 20)
+    tab, _ = wait_until(lambda: child_path(frame, lambda n: n.getRoleName() == "page tab" and n.name == "History"), 20)
     tab.queryAction().doAction(0)
-    entry, _ = wait_until(lambda: find_path(frame, lambda n: n.getRoleName() == "entry" and n.name == "Search history"), 20)
+    entry, _ = wait_until(lambda: child_path(frame, lambda n: n.getRoleName() == "entry" and n.name == "Search history"), 20)
     for _ in range(80):
         if entry.getState().contains(pyatspi.STATE_FOCUSED):
             break
@@ -151,7 +126,7 @@ try:
     # Warm-up: learn where the first result's title is.
     word = "w000001"
     type_word(word)
-    found = wait_until(lambda: find_path(frame, lambda n: n.getRoleName() == "label" and n.name == f"Note {word}"), 20)
+    found = wait_until(lambda: child_path(frame, lambda n: n.getRoleName() == "label" and n.name == f"Note {word}"), 20)
     if found is None:
         typed = entry.queryText().getText(0, -1)
         answer = session.call("org.example.UserActivity", "/org/example/UserActivity", "org.example.UserActivity.Search", word, "{}")

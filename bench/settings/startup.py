@@ -22,7 +22,7 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "Tests", "SettingsUITests"))
-from desktop_session import BUILD, Session, wait_until  # noqa: E402
+from desktop_session import BUILD, Session, accessible_application, child_path, node_at, wait_until  # noqa: E402
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--runs", type=int, default=10)
@@ -45,44 +45,21 @@ preferences = compile_floor("minimal-preferences", "libadwaita-1")
 session = Session("bench")
 os.environ["DBUS_SESSION_BUS_ADDRESS"] = session.address
 os.environ["DISPLAY"] = session.display
-import pyatspi  # noqa: E402
 
 
-def application(name):
-    desktop = pyatspi.Registry.getDesktop(0)
-    for index in range(desktop.childCount):
-        child = desktop.getChildAtIndex(index)
-        try:
-            if child is not None and child.name == name:
-                return child
-        except Exception:
-            continue
+def is_handoff_switch(node):
+    try:
+        return node is not None and node.getRoleName() == "check box" and node.name == "Handoff"
+    except Exception:
+        return False
 
 
 def learn_path(root):
     """Child indices from `root` to the check box named "Handoff"."""
-    queue = [(root, [])]
-    while queue:
-        node, path = queue.pop(0)
-        try:
-            if node.getRoleName() == "check box" and node.name == "Handoff":
-                return path
-            queue.extend((node.getChildAtIndex(i), path + [i]) for i in range(node.childCount))
-        except Exception:
-            continue
-    raise SystemExit("no Handoff switch found")
-
-
-def follow(root, path):
-    node = root
-    try:
-        for index in path:
-            node = node.getChildAtIndex(index)
-            if node is None:
-                return False
-        return node.getRoleName() == "check box" and node.name == "Handoff"
-    except Exception:
-        return False
+    found = child_path(root, is_handoff_switch)
+    if found is None:
+        raise SystemExit("no Handoff switch found")
+    return found[1]
 
 
 def start(argv, name, path=None):
@@ -91,17 +68,17 @@ def start(argv, name, path=None):
     child = session.spawn(argv, GSK_RENDERER="cairo")
     try:
         if path is None:
-            root = wait_until(lambda: application(name), 30, 0.01)
+            root = wait_until(lambda: accessible_application(name), 30, 0.01)
             time.sleep(2)
             return learn_path(root)
-        shown = wait_until(lambda: (lambda root: root is not None and follow(root, path))(application(name)), 30, 0.002)
+        shown = wait_until(lambda: (lambda root: root is not None and is_handoff_switch(node_at(root, path)))(accessible_application(name)), 30, 0.002)
         if not shown:
             raise SystemExit(f"{name} not shown within 30 s")
         return (time.monotonic() - started) * 1000
     finally:
         child.terminate()
         child.wait(10)
-        wait_until(lambda: application(name) is None, 10, 0.01)
+        wait_until(lambda: accessible_application(name) is None, 10, 0.01)
 
 
 try:
