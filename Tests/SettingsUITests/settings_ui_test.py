@@ -242,6 +242,21 @@ def cli_change_shows_in_app():
     assert wait_until(lambda: find(frame, "list item", contains="Editor") is None, 20), "unblocking did not show"
 
 
+def mnemonic_toggles_pause():
+    """Alt+A, the mnemonic of "P_ause history", reaches its switch from the keyboard."""
+    show_page("Privacy")
+    paused = require(frame, "check box", contains="Pause history")
+    before = prop(MANAGER, "Paused")
+    alt = 64  # the keycode of Alt_L in Xvfb's default (evdev) keymap; KEY_PRESS takes keycodes
+    pyatspi.Registry.generateKeyboardEvent(alt, None, pyatspi.KEY_PRESS)
+    pyatspi.Registry.generateKeyboardEvent(ord("a"), None, pyatspi.KEY_SYM)
+    pyatspi.Registry.generateKeyboardEvent(alt, None, pyatspi.KEY_RELEASE)
+    flipped = "(<false>,)" if before == "(<true>,)" else "(<true>,)"
+    assert wait_until(lambda: prop(MANAGER, "Paused") == flipped, 20), f"Alt+A left Paused at {prop(MANAGER, 'Paused')}"
+    assert wait_until(lambda: checked(paused) == (flipped == "(<true>,)"), 10), "the switch shows it"
+    session.ctl("resume")
+
+
 def donate(app, title, description, keyword=None):
     args = ["donate", "--app-id", app, "--title", title, "--description", description, "--search"]
     if keyword:
@@ -400,7 +415,7 @@ def two_stacks_pair_follow_and_continue():
 
 
 CHECKS = [handoff_switch_sets_enabled, device_name_reaches_service, privacy_switches_set_properties,
-          cli_change_shows_in_app, history_search_as_you_type, forget_one_removes_it, forget_this_app_removes_its_entries,
+          cli_change_shows_in_app, mnemonic_toggles_pause, history_search_as_you_type, forget_one_removes_it, forget_this_app_removes_its_entries,
           forget_everything_with_confirmation, unavailable_service_is_reported, two_stacks_pair_follow_and_continue]
 
 passed = failed = 0
