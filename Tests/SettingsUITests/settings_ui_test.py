@@ -192,7 +192,6 @@ def handoff_switch_sets_enabled():
     assert not checked(toggle), "Handoff starts switched off"
     press(toggle)
     assert wait_until(lambda: prop(HANDOFF, "Enabled") == "(<true>,)", 30), "Enabled did not become true"
-    screenshot("handoff")
 
 
 def device_name_reaches_service():
@@ -205,6 +204,7 @@ def device_name_reaches_service():
     type_text(entry, "Study desk")
     press_key(RETURN)
     assert wait_until(lambda: prop(HANDOFF, "DeviceName") == "(<'Study desk'>,)", 20), prop(HANDOFF, "DeviceName")
+    screenshot("handoff")
 
 
 def privacy_switches_set_properties():
