@@ -173,11 +173,14 @@ final class PrivacyPage {
             let row = actionRow(app.name, subtitle: app.id)
             adw_preferences_row_set_use_underline(row.as(), CGTK_FALSE)
             adw_action_row_add_prefix(row.as(), apps.image(app.id).widget)
-            gtk_list_box_row_set_activatable(row.as(), CGTK_TRUE)
-            onSignal(row, "activated") { [unowned self] in
+            let block = { [unowned self] in
                 set("BlockedApplications", .stringArray((values["BlockedApplications"]?.stringArrayValue ?? []) + [app.id]))
                 gtk_window_destroy(chooser.as())
             }
+            let blockButton = button(localized("Block"), block)
+            cgtk_accessible_label(blockButton, localizedFormat("Block %s", app.name))
+            adw_action_row_add_suffix(row.as(), blockButton.widget)
+            adw_action_row_set_activatable_widget(row.as(), blockButton.widget)
             gtk_list_box_append(list.raw.as(), row.widget)
         }
         let scroller = gtk_scrolled_window_new()!

@@ -207,6 +207,34 @@ def device_name_reaches_service():
     screenshot("handoff")
 
 
+def discoverable_shows_time_left():
+    show_page("Handoff")
+    if prop(HANDOFF, "Enabled") != "(<true>,)":
+        press(require(frame, "check box", "Handoff"))
+    visible = require(frame, "check box", "Visible to nearby devices")
+    wait_until(lambda: visible.getState().contains(pyatspi.STATE_SENSITIVE), 10)
+    press(visible)
+    assert wait_until(lambda: prop(HANDOFF, "Discoverable") == "(<true>,)", 20), "Discoverable did not become true"
+    assert wait_until(lambda: any(text.startswith("Visible for ") and text.endswith(" more") for text in label_texts(frame)), 10), \
+        "the time left is not shown"
+    press(visible)
+    assert wait_until(lambda: prop(HANDOFF, "Discoverable") == "(<false>,)", 20), "Discoverable did not turn off"
+
+
+def block_an_app_from_the_installed_apps():
+    show_page("Privacy")
+    press(require(frame, "push button", contains="Block an App"))
+    chooser = wait_until(lambda: [app_root.getChildAtIndex(i) for i in range(app_root.childCount)
+                                  if app_root.getChildAtIndex(i) is not None and app_root.getChildAtIndex(i).name == "Block an App"], 10)
+    assert chooser, "the app chooser did not open"
+    row = require(chooser[0], "list item", contains="Notes")
+    assert find(row, "image") is not None, "the app is shown with its icon"
+    press(require(row, "push button", contains="Block"))
+    assert wait_until(lambda: prop(MANAGER, "BlockedApplications") == f"(<['{NOTES}']>,)", 20), prop(MANAGER, "BlockedApplications")
+    assert require(frame, "list item", contains="Notes"), "the blocked app is listed"
+    session.ctl("unblock-app", NOTES)
+
+
 def privacy_switches_set_properties():
     show_page("Privacy")
     paused = require(frame, "check box", contains="Pause history")
@@ -414,7 +442,8 @@ def two_stacks_pair_follow_and_continue():
         other.close()
 
 
-CHECKS = [handoff_switch_sets_enabled, device_name_reaches_service, privacy_switches_set_properties,
+CHECKS = [handoff_switch_sets_enabled, device_name_reaches_service, discoverable_shows_time_left,
+          privacy_switches_set_properties, block_an_app_from_the_installed_apps,
           cli_change_shows_in_app, mnemonic_toggles_pause, history_search_as_you_type, forget_one_removes_it, forget_this_app_removes_its_entries,
           forget_everything_with_confirmation, unavailable_service_is_reported, two_stacks_pair_follow_and_continue]
 
