@@ -409,6 +409,13 @@ def two_stacks_pair_follow_and_continue():
         type_text(address, f"127.0.0.1:{port}")
         press_key(RETURN)
         row = require(frame, "list item", "Laptop B", timeout=30)
+        # Cancelled in the app first: the pairing fails and the app says why.
+        press(require(row, "push button", contains="Pair"))
+        press(dialog_button("Cancel", timeout=30))
+        assert agent.stdout.readline().startswith("CODE"), "B was asked too"
+        assert wait_until(lambda: any("failed: it was refused or cancelled" in text for text in label_texts(frame)), 30), \
+            "the app does not say why pairing failed"
+        assert wait_until(lambda: any("Not paired" in text for text in label_texts(row)), 10)
         press(require(row, "push button", contains="Pair"))
         dialog_code = wait_until(lambda: [text for text in label_texts(app_root) if "shows the same code" in text], 30)
         assert dialog_code, "the app shows the code"
