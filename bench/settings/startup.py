@@ -74,18 +74,25 @@ def start(argv, name, path=None):
         shown = wait_until(lambda: (lambda root: root is not None and is_handoff_switch(node_at(root, path)))(accessible_application(name)), 30, 0.002)
         if not shown:
             raise SystemExit(f"{name} not shown within 30 s")
-        return (time.monotonic() - started) * 1000
+        elapsed = (time.monotonic() - started) * 1000
+        # Resident size once the window has settled (the later pages built, the first frames drawn).
+        time.sleep(0.5)
+        with open(f"/proc/{child.pid}/status") as status:
+            rss[name].append(int(dict(line.split(":", 1) for line in status)["VmRSS"].split()[0]) / 1024)
+        return elapsed
     finally:
         child.terminate()
         child.wait(10)
         wait_until(lambda: accessible_application(name) is None, 10, 0.01)
 
 
+rss = {}
 try:
     subjects = {"settings": [options.app], "minimal": [minimal], "adwaita": [preferences]}
     names = {"settings": "useractivity-settings", "minimal": "minimal-window", "adwaita": "minimal-preferences"}
     paths = {key: start(argv, names[key]) for key, argv in subjects.items()}
     samples = {key: [] for key in subjects}
+    rss.update({names[key]: [] for key in subjects})
     for _ in range(options.runs):
         for key, argv in subjects.items():
             samples[key].append(start(argv, names[key], paths[key]))
@@ -93,13 +100,14 @@ finally:
     session.close()
 
 result = {key: {"p50_ms": round(statistics.median(values), 1), "min_ms": round(min(values), 1),
-                "max_ms": round(max(values), 1), "runs": len(values)} for key, values in samples.items()}
+                "max_ms": round(max(values), 1), "runs": len(values),
+                "rss_mib": round(statistics.median(rss[names[key]][-len(values):]), 1)} for key, values in samples.items()}
 result["ratio_p50"] = round(result["settings"]["p50_ms"] / result["minimal"]["p50_ms"], 2)
 result["ratio_p50_adwaita"] = round(result["settings"]["p50_ms"] / result["adwaita"]["p50_ms"], 2)
 if options.json:
     print(json.dumps(result))
 else:
     for key in subjects:
-        print(f"{key:9} p50 {result[key]['p50_ms']:7.1f} ms  min {result[key]['min_ms']:7.1f}  max {result[key]['max_ms']:7.1f}  ({result[key]['runs']} cold starts)")
+        print(f"{key:9} p50 {result[key]['p50_ms']:7.1f} ms  min {result[key]['min_ms']:7.1f}  max {result[key]['max_ms']:7.1f}  ({result[key]['runs']} cold starts), RSS {result[key]['rss_mib']} MiB")
     print(f"settings / minimal GTK 4 window at p50: {result['ratio_p50']}; "
           f"settings / one-row libadwaita preferences window: {result['ratio_p50_adwaita']}")
