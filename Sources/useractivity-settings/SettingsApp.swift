@@ -9,7 +9,7 @@ final class SettingsApp {
     static let applicationID = "org.example.UserActivity.Settings"
     static let textDomain = "useractivity-settings"
     static var localeDirectory: String {
-        String(cString: getenv("USERACTIVITY_SETTINGS_LOCALEDIR") ?? strdup("/usr/share/locale"))
+        getenv("USERACTIVITY_SETTINGS_LOCALEDIR").map { String(cString: $0) } ?? "/usr/share/locale"
     }
 
     private let application: GPointer
