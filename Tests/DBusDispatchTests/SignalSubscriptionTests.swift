@@ -105,7 +105,7 @@ struct SignalSubscriptionTests {
         try watcher.settle()
         #expect(watcher.received.count == seen, "sent after Unsubscribe: \(watcher.received.dropFirst(seen))")
         // Unsubscribe also ends what GetManagedObjects started; a second one is a no-op.
-        try watcher.connection.callService(managerPath, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
+        try watcher.connection.callService("org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
         try watcher.connection.callService(managerInterface, "Unsubscribe")
         try watcher.connection.callService(managerInterface, "Unsubscribe")
         _ = try owner.createActivity(editType, [claimEditor])
