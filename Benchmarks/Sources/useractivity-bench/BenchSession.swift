@@ -64,14 +64,13 @@ final class BenchSession {
     private var isStopping = false
 
     /// Opens `count` unconfined connections that match all of the service's
-    /// signals and call it once (it sends its signals only to connections
-    /// that have called it), each drained by a thread until ``stop()``.
+    /// signals and call its `Subscribe` (it sends its activity signals only
+    /// to connections that asked), each drained by a thread until ``stop()``.
     func addSubscribers(_ count: Int) throws {
         for _ in 0..<count {
             let subscriber = try Connection.bus(address: bus.address)
             try subscriber.addMatch("type='signal',sender='\(Service.busName)'")
-            _ = try subscriber.call(message(Service.managerPath, "org.freedesktop.DBus.Properties", "Get",
-                                            [.string(Service.managerInterface), .string("Version")]))
+            _ = try subscriber.call(message(Service.managerPath, Service.managerInterface, "Subscribe", []))
             let done = DispatchSemaphore(value: 0)
             subscribers.append((subscriber, done))
             let box = UncheckedSendable((self, subscriber, done))
