@@ -98,6 +98,8 @@ struct ComparisonRun {
             for (key, label, name, path, flags) in [
                 ("libdbus", "C libdbus peer", "org.example.BenchPeer.LibDBus", libdbus, ""),
                 ("gdbus", "GDBus peer", "org.example.BenchPeer.GDBus", gdbus, ""),
+                // The C peer on a GLib main loop, as our daemon's libdbus is driven.
+                (PeerTarget.libdbusOnGLibKey, "C libdbus on GLib", "org.example.BenchPeer.LibDBusGLib", libdbus, " --glib"),
                 (PeerTarget.libdbusWithSignalsKey, "C libdbus + signals", "org.example.BenchPeer.LibDBusSignals", libdbus,
                  " --object-manager-signals"),
             ] {
@@ -121,6 +123,7 @@ struct ComparisonRun {
         let session = try BenchSession(daemonPath: daemonPath)
         do {
             try session.start()
+            try session.addSubscribers(options.subscribers)
             usleep(300_000)
             let oursIdle = BenchSession.memory(of: session.daemonPID)?.rssKiB
             var oursAfterPeers: Int?
@@ -286,6 +289,17 @@ struct ComparisonRun {
             ratio("pipelined throughput (\(peers.pipelineDepth) in flight), ours ÷ C libdbus",
                   c.map { ours.pipelinedCallsPerSecond / $0.pipelinedCallsPerSecond }, atLeast: 0.9,
                   note: c.map { String(format: "%.0f vs %.0f calls/s", ours.pipelinedCallsPerSecond, $0.pipelinedCallsPerSecond) } ?? "")
+            // Against the same libdbus driven by a GLib loop, as ours is: what our own code adds.
+            let cg = peers.services.first { $0.key == PeerTarget.libdbusOnGLibKey }
+            ratio("CreateActivity round trip p50, ours ÷ C libdbus on GLib", cg.map { ours.createActivity.p50Us / $0.createActivity.p50Us }, atMost: 1.2,
+                  note: cg.map { String(format: "%.1f vs %.1f µs", ours.createActivity.p50Us, $0.createActivity.p50Us) } ?? "")
+            if let cg, let oursClient = ours.pipelinedClientCpuUsPerCall, let theirs = cg.pipelinedClientCpuUsPerCall, theirs > 0 {
+                ratio("client CPU per pipelined call, ours ÷ C libdbus on GLib", oursClient / theirs, atMost: 1.3,
+                      note: String(format: "%.1f vs %.1f µs", oursClient, theirs))
+            }
+            ratio("pipelined throughput (\(peers.pipelineDepth) in flight), ours ÷ C libdbus on GLib",
+                  cg.map { ours.pipelinedCallsPerSecond / $0.pipelinedCallsPerSecond }, atLeast: 0.8,
+                  note: cg.map { String(format: "%.0f vs %.0f calls/s", ours.pipelinedCallsPerSecond, $0.pipelinedCallsPerSecond) } ?? "")
         } else if wantedPeers {
             verdicts.append(Verdict(name: "CreateActivity and throughput against the peers", value: nil, unit: "×", target: "",
                                     pass: nil, note: "not measured"))
