@@ -70,6 +70,9 @@ final class BenchSession {
         for _ in 0..<count {
             let subscriber = try Connection.bus(address: bus.address)
             try subscriber.addMatch("type='signal',sender='\(Service.busName)'")
+            // The C peers broadcast their ObjectManager signals: these reach the
+            // same listeners, so that a peer's baseline pays for them as ours does.
+            try subscriber.addMatch("type='signal',interface='org.freedesktop.DBus.ObjectManager'")
             _ = try subscriber.call(message(Service.managerPath, Service.managerInterface, "Subscribe", []))
             let done = DispatchSemaphore(value: 0)
             subscribers.append((subscriber, done))

@@ -110,7 +110,8 @@ struct BenchOptions {
                               2000, 4000, 200 and 60)
           --subscribers N     N more unconfined connections that called Subscribe
                               and follow all its signals (each gets a unicast copy of
-                              every activity signal), to measure what they cost
+                              every activity signal; the peers' ObjectManager broadcasts
+                              reach them too), to measure what they cost
           --list-scenarios    print the scenario names and exit
           -h, --help          this text
         """
