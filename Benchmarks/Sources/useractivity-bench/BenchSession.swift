@@ -73,7 +73,13 @@ final class BenchSession {
             // The C peers broadcast their ObjectManager signals: these reach the
             // same listeners, so that a peer's baseline pays for them as ours does.
             try subscriber.addMatch("type='signal',interface='org.freedesktop.DBus.ObjectManager'")
-            _ = try subscriber.call(message(Service.managerPath, Service.managerInterface, "Subscribe", []))
+            do {
+                _ = try subscriber.call(message(Service.managerPath, Service.managerInterface, "Subscribe", []))
+            } catch let failure as DBusFailure where failure.name == "org.freedesktop.DBus.Error.UnknownMethod" {
+                // An older daemon (bench/signal-fanout.sh compares builds) sent its signals to every caller.
+                _ = try subscriber.call(message(Service.managerPath, "org.freedesktop.DBus.Properties", "Get",
+                                                [.string(Service.managerInterface), .string("Version")]))
+            }
             let done = DispatchSemaphore(value: 0)
             subscribers.append((subscriber, done))
             let box = UncheckedSendable((self, subscriber, done))
