@@ -147,9 +147,9 @@ struct RecentDocumentCurrentTests {
     @Test("A document the app itself made current in the same minute is left to the app")
     func theAppsOwnPublicationWins() throws {
         let f = try Fixture { dir, now in [Self.report("file://\(dir)/Report.odt", now.addingTimeInterval(-20))] }
-        // The editor adopts the API: it made the document current itself, 25 s after recording it,
-        // then another app became current.
-        f.h.advance(byMilliseconds: 5_000)
+        // The editor adopts the API: it made the document current itself, 20 s after recording it,
+        // then another app became current; only then does the bridge read the file (its first
+        // read is idle work, run by the first advance).
         let own = try f.client.createActivity(openDocument, [
             ("app-id", .string(ServiceHarness.editor)), ("title", .string("Report (editor)")),
             ("user-info", .stringVariantDictionary([("uri", .string(f.uri("Report.odt")))])),
@@ -165,6 +165,20 @@ struct RecentDocumentCurrentTests {
         let letter = try f.current()
         #expect(letter != viewer && letter != own)
         #expect(try f.userInfo(letter)["uri"] == .string(f.uri("Letter.odt")))
+    }
+
+    @Test("While the app's own activity is current, its documents are left to it; another app's document still becomes current")
+    func theAppsOwnCurrentActivityWins() throws {
+        let f = try Fixture { dir, now in [Self.report("file://\(dir)/Report.odt", now.addingTimeInterval(-20))] }
+        let own = try f.client.createActivity("com.example.Editor.edit-document", [("app-id", .string(ServiceHarness.editor)),
+                                                                                   ("title", .string("Editing"))], becomeCurrent: true)
+        try f.firstRead()
+        #expect(try f.current() == own, "the bridge replaced the editor's own current activity with one of its documents")
+
+        try f.rewrite(f.initial + [Self.report(f.uri("Map.png"), f.date, title: "Map", app: ServiceHarness.viewer)])
+        let map = try f.current()
+        #expect(map != own && map != "/")
+        #expect(try f.properties(map)["AppId"] == .string(ServiceHarness.viewer))
     }
 
     @Test("It ends 30 minutes after the use; a newer use of the same document keeps it")
