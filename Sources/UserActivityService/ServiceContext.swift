@@ -123,7 +123,8 @@ final class ServiceContext {
             // The owner's connection hears that its own activity was continued
             // (userActivityWasContinued) without asking; listeners as for any activity signal.
             var recipients = callers.readers(of: continued.ownerApp, .activity(continued.activityID))
-            if let owner = registry.activity(continued.activityID)?.connection, !recipients.contains(owner) {
+            // (The recent-files bridge's activities are held by the service's own connection.)
+            if let owner = registry.activity(continued.activityID)?.connection, owner != bus.uniqueName, !recipients.contains(owner) {
                 recipients.append(owner)
             }
             signal(UserActivityService.path(of: continued.activityID), Interfaces.activityName, "Continued",
