@@ -214,6 +214,11 @@ struct AuthorizationMatrixTests {
         Row(interface: UA.manager, member: "ForgetSavedActivities", variant: "the editor's entry", expected: unconfinedOnly,
             call: manager("ForgetSavedActivities") { context in [.stringArray([try context.savedID()])] },
             check: confinedCannotForget),
+        // Anyone may listen: what a listener is sent is chosen by its identity (the sandbox tier checks that).
+        Row(interface: UA.manager, member: "Subscribe", variant: "", expected: allow(),
+            call: manager("Subscribe") { _ in [] }),
+        Row(interface: UA.manager, member: "Unsubscribe", variant: "", expected: allow(),
+            call: manager("Unsubscribe") { _ in [] }),
         Row(interface: UA.properties, member: "Get", variant: "manager Version", expected: allow(),
             call: { _, client in client.attempt(UA.managerPath, UA.properties, "Get", [.string(UA.manager), .string("Version")]) }),
         Row(interface: UA.properties, member: "Get", variant: "manager Paused", expected: unconfinedOnly,
