@@ -12,6 +12,7 @@ let package = Package(
         .executable(name: "useractivity-handoffd", targets: ["useractivity-handoffd"]),
         .library(name: "HandoffDiscovery", targets: ["HandoffDiscovery"]),
         .executable(name: "handoff-discovery-probe", targets: ["handoff-discovery-probe"]),
+        .executable(name: "useractivity-settings", targets: ["useractivity-settings"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -27,6 +28,8 @@ let package = Package(
                        providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CGnuTLS", pkgConfig: "gnutls",
                        providers: [.apt(["libgnutls28-dev"])]),
+        .systemLibrary(name: "CGtk", pkgConfig: "libadwaita-1",
+                       providers: [.apt(["libgtk-4-dev", "libadwaita-1-dev"])]),
 
         // A D-Bus-shaped value tree with no transport attached: shared by the
         // core (validation, storage) and DBusKit (marshalling).
@@ -82,6 +85,14 @@ let package = Package(
         .target(name: "HandoffDiscovery", dependencies: ["DBusKit", "GLibSupport", "TypedValues"]),
         // Drives HandoffDiscovery from the command line (tests, trying it by hand).
         .executableTarget(name: "handoff-discovery-probe", dependencies: ["HandoffDiscovery", "GLibSupport"]),
+
+        // GTK 4 / libadwaita for the settings app: signals, casts, small constructors.
+        .target(name: "GtkSupport", dependencies: ["CGtk"]),
+        // The settings app: Handoff, pairing, history and privacy pages, on
+        // GTK's GLib main loop with the project's libdbus bridge.
+        .executableTarget(name: "useractivity-settings", dependencies: [
+            "CGtk", "GtkSupport", "DBusKit", "GLibSupport", "TypedValues",
+        ]),
 
         // Test helpers: private dbus-daemon, child processes, fixture apps, a bus client.
         .target(name: "TestSupport", dependencies: ["DBusKit", "TypedValues"], path: "Tests/TestSupport", exclude: ["README.md"]),

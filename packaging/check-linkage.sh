@@ -24,7 +24,7 @@ fi
 
 # GnuTLS: useractivity-handoffd makes its key and certificate with it (TLS itself
 # goes through GIO and glib-networking, loaded at run time).
-allowed='^(linux-vdso\.so\.1|linux-gate\.so\.1|ld-linux[-a-z0-9_.]*\.so\.[0-9]+|libc\.so\.6|libm\.so\.6|libpthread\.so\.0|libdl\.so\.2|librt\.so\.1|libutil\.so\.1|libstdc\+\+\.so\.6|libgcc_s\.so\.1|libdbus-1\.so\.3|libglib-2\.0\.so\.0|libgio-2\.0\.so\.0|libgobject-2\.0\.so\.0|libgmodule-2\.0\.so\.0|libsqlite3\.so\.0|libgnutls\.so\.30)$'
+allowed='^(linux-vdso\.so\.1|linux-gate\.so\.1|ld-linux[-a-z0-9_.]*\.so\.[0-9]+|libc\.so\.6|libm\.so\.6|libpthread\.so\.0|libdl\.so\.2|librt\.so\.1|libutil\.so\.1|libstdc\+\+\.so\.6|libgcc_s\.so\.1|libdbus-1\.so\.3|libglib-2\.0\.so\.0|libgio-2\.0\.so\.0|libgobject-2\.0\.so\.0|libgmodule-2\.0\.so\.0|libsqlite3\.so\.0|libgnutls\.so\.30|libadwaita-1\.so\.0|libgtk-4\.so\.1|libpangocairo-1\.0\.so\.0|libpango-1\.0\.so\.0|libharfbuzz\.so\.0|libgdk_pixbuf-2\.0\.so\.0|libcairo-gobject\.so\.2|libcairo\.so\.2|libgraphene-1\.0\.so\.0)$'
 swift_runtime='(^|/)lib(swift[A-Za-z_]*|_?Foundation[A-Za-z_]*|dispatch|BlocksRuntime|icu[a-z0-9_]*|_FoundationICU)\.so'
 
 # ldd output as "soname<TAB>path" lines ("not found" as the path when unresolved).

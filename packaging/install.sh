@@ -119,6 +119,10 @@ fi
 if [ -d Sources/UserActivityExample ]; then
   products+=(UserActivityExample)
 fi
+# The settings app (GTK 4, libadwaita) once its sources are in the tree.
+if [ -d Sources/useractivity-settings ]; then
+  products+=(useractivity-settings)
+fi
 
 # Release build with the Swift runtime linked in: the package then needs only
 # the system's libdbus, GLib, SQLite and C/C++ runtime. Full RELRO, no
@@ -248,6 +252,21 @@ if [[ " ${products[*]} " == *" UserActivityExample "* ]]; then
   grep -qx "Exec=$BINDIR/useractivity-example --handle-continuations" "$work/com.example.UserActivityExample.desktop" || {
     note "desktop/share/applications/com.example.UserActivityExample.desktop: Exec= is not 'UserActivityExample --handle-continuations'"; exit 1; }
   install_file 0644 "$work/com.example.UserActivityExample.desktop" "$APPLICATIONSDIR"
+fi
+
+# The settings app: its desktop entry (Exec= by installed path), AppStream
+# metainfo, scalable icon (its man page is among man/).
+if [[ " ${products[*]} " == *" useractivity-settings "* ]]; then
+  install_file 0755 "$bin_path/useractivity-settings" "$BINDIR"
+  sed -e "s|^Exec=useractivity-settings$|Exec=$BINDIR/useractivity-settings|" \
+      -e "s|^TryExec=useractivity-settings$|TryExec=$BINDIR/useractivity-settings|" \
+    desktop/share/applications/org.example.UserActivity.Settings.desktop > "$work/org.example.UserActivity.Settings.desktop"
+  grep -qx "Exec=$BINDIR/useractivity-settings" "$work/org.example.UserActivity.Settings.desktop" || {
+    note "desktop/share/applications/org.example.UserActivity.Settings.desktop: Exec= is not 'useractivity-settings'"; exit 1; }
+  install_file 0644 "$work/org.example.UserActivity.Settings.desktop" "$APPLICATIONSDIR"
+  install_file 0644 desktop/share/metainfo/org.example.UserActivity.Settings.metainfo.xml "$DATADIR/metainfo"
+  install_file 0644 desktop/share/icons/hicolor/scalable/apps/org.example.UserActivity.Settings.svg \
+    "$DATADIR/icons/hicolor/scalable/apps"
 fi
 
 # Desktop integration: the hidden desktop entry that the GNOME Shell search

@@ -12,7 +12,10 @@ packages=(libdbus-1-dev libglib2.0-dev libsqlite3-dev dbus-daemon dbus-bin libgl
   # Tests/ExampleAppTests: the example apps in C (gdbus-codegen, in libglib2.0-dev-bin), GJS and C++ with Qt 5.
   libglib2.0-dev-bin make gcc g++ gjs qtbase5-dev qtbase5-dev-tools
   # scripts/build-pidfd-bus.sh: a dbus-daemon that offers ProcessFD, built from dbus 1.16's source.
-  curl xz-utils meson ninja-build libexpat1-dev)
+  curl xz-utils meson ninja-build libexpat1-dev
+  # useractivity-settings (GTK 4, libadwaita) and its tier: Xvfb, the accessibility bus, pyatspi,
+  # GDK 3 for screenshots; AppStream, desktop-file and gettext checks of what it ships.
+  libgtk-4-dev libadwaita-1-dev xvfb at-spi2-core python3-pyatspi gir1.2-gtk-3.0 appstream desktop-file-utils gettext)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -24,7 +24,7 @@ diff -u dbus/org.example.UserActivity.Handoff.xml <(.build/debug/useractivity-ha
 log="$(mktemp)"
 library_log="$(mktemp)"
 pidfd_log="$(mktemp)"
-trap 'rm -f "$log" "$library_log" "$pidfd_log"' EXIT
+trap 'rm -f "$log" "$library_log" "$pidfd_log" "${settings_log:-}"' EXIT
 status=0
 if [ $# -gt 0 ]; then
   USERACTIVITYD_PATH="$PWD/.build/debug/useractivityd" swift test "$@" 2>&1 | tee "$log" || status=$?
@@ -47,6 +47,20 @@ if [ $# -eq 0 ] && [ -x "$pidfd_bus" ]; then
     swift test --skip-build --filter 'DBusDispatchTests|SandboxTests|HardeningTests\.AuthorizationMatrix' 2>&1 |
     tee "$pidfd_log" || status=$?
 fi
+# The settings app as a person uses it: under Xvfb, driven through AT-SPI,
+# against private buses with the built daemons (about 40 s). Screenshots of
+# its pages go to USERACTIVITY_ARTIFACTS (CI keeps them). What it ships is
+# checked too: the AppStream metainfo, the desktop entry, the .pot.
+settings_log="$(mktemp)"
+if [ $# -eq 0 ]; then
+  echo "=== the settings app through AT-SPI (Tests/SettingsUITests)"
+  artifacts="${USERACTIVITY_ARTIFACTS:-$PWD/.build/artifacts}"
+  appstreamcli validate --no-net desktop/share/metainfo/org.example.UserActivity.Settings.metainfo.xml || status=$?
+  desktop-file-validate desktop/share/applications/org.example.UserActivity.Settings.desktop || status=$?
+  po/update-pot.sh "$artifacts/useractivity-settings.pot" || status=$?
+  timeout -k 10 300 /usr/bin/python3 Tests/SettingsUITests/settings_ui_test.py --screenshots "$artifacts/settings-screenshots" 2>&1 |
+    tee "$settings_log" || status=$?
+fi
 # All tests are Swift Testing tests (XCTest's "Executed 0 tests" above is its
 # empty half); end with one plain summary line a CI reader cannot mistake.
 total=0
@@ -58,6 +72,11 @@ for run in "$log" "$library_log" "$pidfd_log"; do
   # Count failed tests, not the run's own "✘ Test run with … failed" summary line.
   failed=$((failed + $(grep '^✘ Test .* failed after' "$run" | grep -vc '^✘ Test run with ' || true)))
 done
+# The settings tier prints its own "N passed, M failed".
+if settings_counts=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$settings_log" | tail -n 1) && [ -n "$settings_counts" ]; then
+  total=$((total + ${settings_counts% *} + ${settings_counts#* }))
+  failed=$((failed + ${settings_counts#* }))
+fi
 if [ -s "$log" ] && grep -q 'Test run with' "$log"; then
   echo "$((total - failed)) passed, $failed failed"
 fi

@@ -917,6 +917,20 @@ public final class ActivityStore: Sendable {
         try run("DELETE FROM entries WHERE saved_id = ?1", [.text(savedID)]) > 0
     }
 
+    /// Deletes the entries with these saved IDs, in one transaction. Returns how many were deleted.
+    @discardableResult
+    public func delete(savedIDs: [String]) throws -> Int {
+        try connection.withLock { db throws(StoreError) in
+            try db.transaction { () throws(StoreError) in
+                var deleted = 0
+                for savedID in Set(savedIDs) {
+                    deleted += try Self.delete(db, "DELETE FROM entries WHERE saved_id = ?1", [.text(savedID)])
+                }
+                return deleted
+            }
+        }
+    }
+
     /// Deletes entries last used in `from..<to` (Unix µs; `ForgetRange`, and
     /// retention with `from: .min`). Returns how many were deleted.
     @discardableResult

@@ -165,7 +165,7 @@ public enum Interfaces {
 extension Interfaces {
     /// The manager's methods, in the documented order; `Interfaces.manager` lists them.
     public enum Manager: InterfaceMember {
-        case createActivity, becomeCurrent, donate, search, getSuggestions, continueActivity, fetchForHandoff, markContinued, continueSavedActivity, registerApplication, registerHandler, openContinuationStream, openHandoffStream, deleteSavedActivities, deleteAllSavedActivities, forgetApplication, forgetRange, forgetAll, subscribe, unsubscribe
+        case createActivity, becomeCurrent, donate, search, getSuggestions, continueActivity, fetchForHandoff, markContinued, continueSavedActivity, registerApplication, registerHandler, openContinuationStream, openHandoffStream, deleteSavedActivities, deleteAllSavedActivities, forgetApplication, forgetRange, forgetAll, forgetSavedActivities, subscribe, unsubscribe
 
         public static var interface: InterfaceDescription { manager }
 
@@ -247,6 +247,10 @@ extension Interfaces {
             case .forgetAll:
                 M(name: "ForgetAll", inputs: [], outputs: [A("deleted", "u", "number of saved activities deleted")],
                   doc: "Privacy control: deletes every saved activity. Unconfined callers only.")
+            case .forgetSavedActivities:
+                M(name: "ForgetSavedActivities", inputs: [A("saved_ids", "as", "saved-id values, as Search and GetSuggestions return them; at most 1000")],
+                  outputs: [A("deleted", "u", "number of saved activities deleted (ids that match none are skipped)")],
+                  doc: "Addition to the contract. Privacy control: deletes these saved activities, whichever app saved them (one search result, for a settings app). Unconfined callers only; InvalidArgument for an empty id or more than 1000.")
             case .subscribe:
                 M(name: "Subscribe", inputs: [], outputs: [],
                   doc: "Addition: sends this connection every activity signal it may read (InterfacesAdded, InterfacesRemoved, PropertiesChanged, Continued; a confined caller only its own app's) until Unsubscribe or the connection closes, as GetManagedObjects does. Calling it again changes nothing.")

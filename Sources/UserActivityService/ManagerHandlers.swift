@@ -239,6 +239,23 @@ extension UserActivityService {
         }
     }
 
+    /// How many saved ids one ForgetSavedActivities call may name.
+    static let maximumForgottenIDs = 1000
+
+    func forgetSavedActivities(_ invocation: Invocation) {
+        let ids = invocation.arguments[0].stringArrayValue ?? []
+        asUnconfined(invocation) { [unowned self] in
+            guard ids.count <= Self.maximumForgottenIDs else {
+                throw UserActivityError.invalidArgument("\(ids.count) saved ids; at most \(Self.maximumForgottenIDs) per call")
+            }
+            guard !ids.contains(where: \.isEmpty) else {
+                throw UserActivityError.invalidArgument("an empty saved id; give the saved-id values Search returns")
+            }
+            let deleted = try saved.forget(savedIDs: ids)
+            invocation.reply([.uint32(UInt32(clamping: deleted))])
+        }
+    }
+
     // MARK: Object manager and introspection
 
     func getManagedObjects(_ invocation: Invocation) {

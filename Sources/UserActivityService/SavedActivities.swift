@@ -252,6 +252,10 @@ final class SavedActivities {
         writePendingDonations(mayWaitForLock: false)
         return scrubbing(try storage("forget the range") { try store.delete(lastUsedFrom: from, to: to) })
     }
+    func forget(savedIDs: [String]) throws -> Int {
+        writePendingDonations(mayWaitForLock: false)
+        return scrubbing(try storage("forget the entries") { try store.delete(savedIDs: savedIDs) })
+    }
     func forgetAll(now: Int64) throws -> Int {
         writePendingDonations(mayWaitForLock: false)
         return scrubbing(try storage("forget everything") {

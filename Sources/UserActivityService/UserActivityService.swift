@@ -296,6 +296,7 @@ public final class UserActivityService {
         case .forgetApplication: { $0.forgetApplication($1) }
         case .forgetRange: { $0.forgetRange($1) }
         case .forgetAll: { $0.forgetAll($1) }
+        case .forgetSavedActivities: { $0.forgetSavedActivities($1) }
         case .subscribe: { $0.subscribe($1) }
         case .unsubscribe: { $0.unsubscribe($1) }
         }

@@ -130,6 +130,20 @@ extension Connection {
         #expect(try client.searchTitles("note").isEmpty)
     }
 
+    @Test func forgetSavedActivitiesDeletesThoseEntriesOfAnyApp() throws {
+        let harness = try ServiceHarness()
+        let client = try harness.client()
+        let first = try client.donate(editType, app: ServiceHarness.editor, title: "a note")
+        _ = try client.donate(editType, app: ServiceHarness.editor, title: "b note")
+        let third = try client.donate(viewType, app: ServiceHarness.viewer, title: "c note")
+        #expect(try client.callService(managerInterface, "ForgetSavedActivities", [.stringArray([first, third, "no-such-id"])]) == [.uint32(2)])
+        #expect(try client.searchTitles("note") == ["b note"])
+        #expect(try client.callService(managerInterface, "ForgetSavedActivities", [.stringArray([first])]) == [.uint32(0)])
+        #expect(dbusErrorName { try client.callService(managerInterface, "ForgetSavedActivities", [.stringArray([""])]) } == errorPrefix + "InvalidArgument")
+        let tooMany = (0...1000).map { "id\($0)" }
+        #expect(dbusErrorName { try client.callService(managerInterface, "ForgetSavedActivities", [.stringArray(tooMany)]) } == errorPrefix + "InvalidArgument")
+    }
+
     @Test func editingTheFileAppliesWithoutARestart() throws {
         let dirs = try TemporaryDirectory(prefix: "uapriv-")
         let harness = try ServiceHarness(configDirectory: dirs.path)
@@ -153,6 +167,7 @@ extension Connection {
         #expect(dbusErrorName { try client.callService(managerInterface, "ForgetAll") } == errorPrefix + "AccessDenied")
         #expect(dbusErrorName { try client.callService(managerInterface, "ForgetApplication", [.string(ServiceHarness.editor)]) } == errorPrefix + "AccessDenied")
         #expect(dbusErrorName { try client.callService(managerInterface, "ForgetRange", [.int64(0), .int64(1)]) } == errorPrefix + "AccessDenied")
+        #expect(dbusErrorName { try client.callService(managerInterface, "ForgetSavedActivities", [.stringArray(["x"])]) } == errorPrefix + "AccessDenied")
         let all = try client.callService("org.freedesktop.DBus.Properties", "GetAll", [.string(managerInterface)])
         #expect(all.first?.stringVariantEntries?.map(\.0).sorted() == ["CurrentActivity", "Version"])
     }

@@ -211,6 +211,9 @@ struct AuthorizationMatrixTests {
         Row(interface: UA.manager, member: "ForgetAll", variant: "", expected: unconfinedOnly,
             call: manager("ForgetAll") { context in _ = try context.savedID(); return [] },
             check: confinedCannotForget),
+        Row(interface: UA.manager, member: "ForgetSavedActivities", variant: "the editor's entry", expected: unconfinedOnly,
+            call: manager("ForgetSavedActivities") { context in [.stringArray([try context.savedID()])] },
+            check: confinedCannotForget),
         // Anyone may listen: what a listener is sent is chosen by its identity (the sandbox tier checks that).
         Row(interface: UA.manager, member: "Subscribe", variant: "", expected: allow(),
             call: manager("Subscribe") { _ in [] }),

@@ -1,0 +1,493 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""The settings app used the way a person uses it, through the accessibility
+tree (AT-SPI): under Xvfb, against private session buses where D-Bus
+activation starts the built useractivityd and useractivity-handoffd.
+
+Usage: settings_ui_test.py [--screenshots DIR] [--only NAME[,NAME]]
+Prints one line per check and "N passed, M failed"; exits non-zero on a failure."""
+import argparse
+import os
+import subprocess
+import sys
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from desktop_session import BUILD, Session, accessible_application, wait_until  # noqa: E402
+
+EDITOR = "com.example.Editor"
+NOTES = "com.example.Notes"
+APPS = [(EDITOR, [f"{EDITOR}.edit"]), (NOTES, [f"{NOTES}.note"])]
+MANAGER = ("org.example.UserActivity", "/org/example/UserActivity", "org.example.UserActivity")
+HANDOFF = ("org.example.UserActivity.Handoff", "/org/example/UserActivity/Handoff", "org.example.UserActivity.Handoff")
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--screenshots", help="directory for a PNG of each page")
+parser.add_argument("--only", help="comma-separated check names")
+options = parser.parse_args()
+
+session = Session("a", apps=APPS)
+# pyatspi finds the accessibility bus through the session bus it starts with.
+os.environ["DBUS_SESSION_BUS_ADDRESS"] = session.address
+os.environ["DISPLAY"] = session.display
+import pyatspi  # noqa: E402
+
+app_process = None
+frame = None
+
+
+def find(root, role, name=None, contains=None, showing=True):
+    """The first node under `root` with this role whose name equals `name`
+    (or contains `contains`), searched breadth first; None when absent."""
+    queue = [root]
+    while queue:
+        node = queue.pop(0)
+        try:
+            node_role = node.getRoleName()
+            node_name = node.name or ""
+            children = [node.getChildAtIndex(i) for i in range(node.childCount)]
+            visible = node.getState().contains(pyatspi.STATE_VISIBLE)
+        except Exception:
+            continue
+        if node_role == role and (name is None or node_name == name) and (contains is None or contains in node_name) \
+                and (visible or not showing):
+            return node
+        queue.extend(child for child in children if child is not None)
+    return None
+
+
+def find_all(root, role, contains=""):
+    found, queue = [], [root]
+    while queue:
+        node = queue.pop(0)
+        try:
+            if node.getRoleName() == role and contains in (node.name or "") \
+                    and node.getState().contains(pyatspi.STATE_VISIBLE):
+                found.append(node)
+            queue.extend(node.getChildAtIndex(i) for i in range(node.childCount))
+        except Exception:
+            continue
+    return [node for node in found if node is not None]
+
+
+def label_texts(root):
+    """The text of every label under `root` (labels that vanish meanwhile are skipped)."""
+    texts = []
+    for label in find_all(root, "label"):
+        try:
+            texts.append(label.name or "")
+        except Exception:
+            continue
+    return texts
+
+
+def require(root, role, name=None, contains=None, timeout=20):
+    node = wait_until(lambda: find(root, role, name, contains), timeout, 0.2)
+    if node is None:
+        raise AssertionError(f"no {role} named {name or contains!r} on screen")
+    return node
+
+
+def shown_text(name):
+    """An accessible name as a person reads it: GTK 4.8 names a mnemonic
+    button "_Forget Forget" (its label, then its text)."""
+    plain = (name or "").replace("_", "")
+    half = len(plain) // 2
+    return plain[:half] if plain[half:half + 1] == " " and plain[:half] == plain[half + 1:] else plain
+
+
+def dialog_button(label, timeout=10):
+    """The button `label` of a dialog (a window of the app other than the main one)."""
+    def lookup():
+        for index in range(app_root.childCount):
+            window = app_root.getChildAtIndex(index)
+            if window is None or window == frame:
+                continue
+            for button in find_all(window, "push button"):
+                if shown_text(button.name) == label:
+                    return button
+    button = wait_until(lookup, timeout, 0.1)
+    if button is None:
+        raise AssertionError(f"no dialog with a {label!r} button")
+    return button
+
+
+def press(node):
+    action = node.queryAction()
+    for index in range(action.nActions):
+        if action.getName(index) in ("click", "activate", "press", "toggle"):
+            action.doAction(index)
+            return
+    action.doAction(0)
+
+
+def checked(node):
+    return node.getState().contains(pyatspi.STATE_CHECKED)
+
+
+TAB = 0xff09
+
+
+def focus_with_tab(node, presses=80):
+    """Moves the keyboard focus to `node` with the Tab key only (GTK 4.8
+    does not implement AT-SPI's grabFocus): every control must be reachable."""
+    def focused(candidate, depth=0):
+        if candidate.getState().contains(pyatspi.STATE_FOCUSED):
+            return True
+        return depth < 8 and any(focused(candidate.getChildAtIndex(i), depth + 1) for i in range(candidate.childCount))
+    for _ in range(presses):
+        if focused(node):
+            return
+        press_key(TAB)
+        wait_until(lambda: False, 0.05)
+    raise AssertionError(f"{node.getRoleName()} {node.name!r} not reached with Tab in {presses} presses")
+
+
+def type_text(node, text):
+    """Focuses `node` and types `text` key by key (XTest), as a person does."""
+    focus_with_tab(node)
+    for character in text:
+        pyatspi.Registry.generateKeyboardEvent(ord(character), None, pyatspi.KEY_SYM)
+        time.sleep(0.03)
+
+
+def press_key(keysym):
+    pyatspi.Registry.generateKeyboardEvent(keysym, None, pyatspi.KEY_SYM)
+
+
+RETURN = 0xff0d
+
+
+def show_page(title):
+    tab = require(frame, "page tab", title)
+    if not tab.getState().contains(pyatspi.STATE_SELECTED):
+        press(tab)
+    assert wait_until(lambda: tab.getState().contains(pyatspi.STATE_SELECTED), 10, 0.05), f"page {title} not shown"
+
+
+def prop(target, name):
+    return session.get(target[0], target[1], target[2], name)
+
+
+def screenshot(name):
+    if not options.screenshots:
+        return
+    import gi
+    gi.require_version("Gdk", "3.0")
+    from gi.repository import Gdk
+    Gdk.init([])
+    x, y, width, height = frame.queryComponent().getExtents(pyatspi.DESKTOP_COORDS)
+    root = Gdk.get_default_root_window()
+    pixbuf = Gdk.pixbuf_get_from_window(root, max(0, x), max(0, y), width, height)
+    os.makedirs(options.screenshots, exist_ok=True)
+    pixbuf.savev(os.path.join(options.screenshots, f"settings-{name}.png"), "png", [], [])
+
+
+# ---- checks ----
+
+def handoff_switch_sets_enabled():
+    show_page("Handoff")
+    toggle = require(frame, "check box", contains="Handoff")
+    assert not checked(toggle), "Handoff starts switched off"
+    press(toggle)
+    assert wait_until(lambda: prop(HANDOFF, "Enabled") == "(<true>,)", 30), "Enabled did not become true"
+
+
+def device_name_reaches_service():
+    show_page("Handoff")
+    if prop(HANDOFF, "Enabled") != "(<true>,)":
+        press(require(frame, "check box", "Handoff"))
+    entry = require(frame, "text", "Device name")
+    wait_until(lambda: entry.getState().contains(pyatspi.STATE_SENSITIVE), 10)
+    entry.queryEditableText().setTextContents("")
+    type_text(entry, "Study desk")
+    press_key(RETURN)
+    assert wait_until(lambda: prop(HANDOFF, "DeviceName") == "(<'Study desk'>,)", 20), prop(HANDOFF, "DeviceName")
+    screenshot("handoff")
+
+
+def discoverable_shows_time_left():
+    show_page("Handoff")
+    if prop(HANDOFF, "Enabled") != "(<true>,)":
+        press(require(frame, "check box", "Handoff"))
+    visible = require(frame, "check box", "Visible to nearby devices")
+    wait_until(lambda: visible.getState().contains(pyatspi.STATE_SENSITIVE), 10)
+    press(visible)
+    assert wait_until(lambda: prop(HANDOFF, "Discoverable") == "(<true>,)", 20), "Discoverable did not become true"
+    assert wait_until(lambda: any(text.startswith("Visible for ") and text.endswith(" more") for text in label_texts(frame)), 10), \
+        "the time left is not shown"
+    press(visible)
+    assert wait_until(lambda: prop(HANDOFF, "Discoverable") == "(<false>,)", 20), "Discoverable did not turn off"
+
+
+def block_an_app_from_the_installed_apps():
+    show_page("Privacy")
+    press(require(frame, "push button", contains="Block an App"))
+    chooser = wait_until(lambda: [app_root.getChildAtIndex(i) for i in range(app_root.childCount)
+                                  if app_root.getChildAtIndex(i) is not None and app_root.getChildAtIndex(i).name == "Block an App"], 10)
+    assert chooser, "the app chooser did not open"
+    row = require(chooser[0], "list item", contains="Notes")
+    assert find(row, "image") is not None, "the app is shown with its icon"
+    press(require(row, "push button", contains="Block"))
+    assert wait_until(lambda: prop(MANAGER, "BlockedApplications") == f"(<['{NOTES}']>,)", 20), prop(MANAGER, "BlockedApplications")
+    assert require(frame, "list item", contains="Notes"), "the blocked app is listed"
+    session.ctl("unblock-app", NOTES)
+
+
+def privacy_switches_set_properties():
+    show_page("Privacy")
+    paused = require(frame, "check box", contains="Pause history")
+    wait_until(lambda: prop(MANAGER, "Paused") == "(<false>,)", 10)
+    press(paused)
+    assert wait_until(lambda: prop(MANAGER, "Paused") == "(<true>,)", 20), "Paused did not become true"
+    bridge = require(frame, "check box", contains="recent files")
+    assert wait_until(lambda: checked(bridge), 10), "the recent-files switch shows the default (on)"
+    press(bridge)
+    assert wait_until(lambda: prop(MANAGER, "Bridges") == "(<@as []>,)", 20), prop(MANAGER, "Bridges")
+    days = require(frame, "spin button", contains="Keep history")
+    days.queryValue().currentValue = 30.0
+    assert wait_until(lambda: prop(MANAGER, "RetentionDays") == "(<uint32 30>,)", 20), prop(MANAGER, "RetentionDays")
+    entry = require(frame, "text", "Block a type")
+    type_text(entry, f"{NOTES}.note")
+    press_key(RETURN)
+    assert wait_until(lambda: prop(MANAGER, "BlockedActivityTypes") == f"(<['{NOTES}.note']>,)", 20), \
+        prop(MANAGER, "BlockedActivityTypes")
+    assert require(frame, "list item", f"{NOTES}.note"), "the blocked type is listed"
+    screenshot("privacy")
+
+
+def cli_change_shows_in_app():
+    show_page("Privacy")
+    paused = require(frame, "check box", contains="Pause history")
+    session.ctl("pause")
+    assert wait_until(lambda: checked(paused), 20), "useractivityctl pause did not show"
+    session.ctl("resume")
+    assert wait_until(lambda: not checked(paused), 20), "useractivityctl resume did not show"
+    session.ctl("block-app", EDITOR)
+    assert require(frame, "list item", contains="Editor"), "the app blocked with useractivityctl is listed"
+    session.ctl("unblock-app", EDITOR)
+    assert wait_until(lambda: find(frame, "list item", contains="Editor") is None, 20), "unblocking did not show"
+
+
+def mnemonic_toggles_pause():
+    """Alt+A, the mnemonic of "P_ause history", reaches its switch from the keyboard."""
+    show_page("Privacy")
+    paused = require(frame, "check box", contains="Pause history")
+    before = prop(MANAGER, "Paused")
+    alt = 64  # the keycode of Alt_L in Xvfb's default (evdev) keymap; KEY_PRESS takes keycodes
+    pyatspi.Registry.generateKeyboardEvent(alt, None, pyatspi.KEY_PRESS)
+    pyatspi.Registry.generateKeyboardEvent(ord("a"), None, pyatspi.KEY_SYM)
+    pyatspi.Registry.generateKeyboardEvent(alt, None, pyatspi.KEY_RELEASE)
+    flipped = "(<false>,)" if before == "(<true>,)" else "(<true>,)"
+    assert wait_until(lambda: prop(MANAGER, "Paused") == flipped, 20), f"Alt+A left Paused at {prop(MANAGER, 'Paused')}"
+    assert wait_until(lambda: checked(paused) == (flipped == "(<true>,)"), 10), "the switch shows it"
+    session.ctl("resume")
+
+
+def donate(app, title, description, keyword=None):
+    args = ["donate", "--app-id", app, "--title", title, "--description", description, "--search"]
+    if keyword:
+        args += ["--keyword", keyword]
+    return session.ctl(*args, f"{app}.{'edit' if app == EDITOR else 'note'}")
+
+
+def history_search_as_you_type():
+    session.ctl("resume")
+    session.call(MANAGER[0], MANAGER[1], "org.freedesktop.DBus.Properties.Set", MANAGER[2],
+                 "BlockedActivityTypes", "<@as []>")
+    donate(EDITOR, "Garden plan", "Vegetable beds for spring")
+    donate(EDITOR, "Garage invoice", "Paid in March")
+    donate(NOTES, "Gardening notes", "Tomatoes and beans")
+    donate(NOTES, "Shopping list", "Milk, bread")
+    show_page("History")
+    search = require(frame, "entry", "Search history")
+    type_text(search, "gard")
+    titles = lambda: sorted(text for text in label_texts(frame) if text in (
+        "Garden plan", "Garage invoice", "Gardening notes", "Shopping list"))
+    assert wait_until(lambda: titles() == ["Garden plan", "Gardening notes"], 20), titles()
+    screenshot("history")
+    search.queryEditableText().setTextContents("")
+    type_text(search, "ga")
+    assert wait_until(lambda: titles() == ["Garage invoice", "Garden plan", "Gardening notes"], 20), titles()
+
+
+def forget_one_removes_it():
+    show_page("History")
+    search = require(frame, "entry", "Search history")
+    search.queryEditableText().setTextContents("")
+    type_text(search, "garage")
+    press(require(frame, "push button", contains="Forget this activity: Garage invoice"))
+    result = lambda: session.call(MANAGER[0], MANAGER[1], "org.example.UserActivity.Search", "ga", "{}")
+    assert wait_until(lambda: "Garage invoice" not in result(), 20), result()
+    assert "Garden plan" in result() and "Gardening notes" in result(), "only that entry is forgotten"
+    assert wait_until(lambda: "Garage invoice" not in label_texts(frame), 20), "the forgotten entry is still shown"
+
+
+def forget_this_app_removes_its_entries():
+    show_page("History")
+    search = require(frame, "entry", "Search history")
+    search.queryEditableText().setTextContents("")
+    type_text(search, "gard")
+    forget = require(frame, "push button", contains="Forget this app: Notes")
+    press(forget)
+    press(dialog_button("Forget"))
+    result = lambda: session.call(MANAGER[0], MANAGER[1], "org.example.UserActivity.Search", "gard", "{}")
+    assert wait_until(lambda: "Gardening notes" not in result(), 20), result()
+    assert "Garden plan" in result(), "other apps' entries stay"
+    assert wait_until(lambda: find(frame, "label", "Gardening notes") is None, 20), "the forgotten entry is still shown"
+
+
+def forget_everything_with_confirmation():
+    show_page("History")
+    row_button = require(frame, "push button", contains="Forget everything")
+    press(row_button)
+    press(dialog_button("Forget"))
+    result = lambda: session.call(MANAGER[0], MANAGER[1], "org.example.UserActivity.Search", "g", "{}")
+    assert wait_until(lambda: result() == "(@aa{sv} [],)", 20), result()
+
+
+def unavailable_service_is_reported():
+    # A service that cannot be started is reported on its page, not waited for.
+    os.rename(os.path.join(session.root, "services", "org.example.UserActivity.Handoff.service"),
+              os.path.join(session.root, "handoff.service.off"))
+    try:
+        session.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.ReloadConfig")
+        handoffd = session.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.GetConnectionUnixProcessID",
+                                HANDOFF[0])
+        os.kill(int(handoffd.strip("(),").split()[-1]), 15)
+        show_page("Handoff")
+        retry = require(frame, "push button", contains="Try Again", timeout=20)
+        press(retry)
+        require(frame, "label", contains="Handoff is not available", timeout=20)
+    finally:
+        os.rename(os.path.join(session.root, "handoff.service.off"),
+                  os.path.join(session.root, "services", "org.example.UserActivity.Handoff.service"))
+        session.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.ReloadConfig")
+    press(require(frame, "push button", contains="Try Again"))
+    assert wait_until(lambda: find(frame, "label", contains="Handoff is not available") is None, 30), "the page came back"
+
+
+def spawn_fixture(target, *args):
+    """Starts fixtures.py on `target`'s bus and waits for its READY line."""
+    child = subprocess.Popen(["/usr/bin/python3", os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures.py"), *args],
+                             env=target.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    target.children.append(child)
+    line = child.stdout.readline().strip()
+    if line != "READY":
+        raise AssertionError(f"fixtures.py {' '.join(args)} did not start: {child.stderr.read()}")
+    return child
+
+
+def two_stacks_pair_follow_and_continue():
+    """Pairing started in the app on A, confirmed there and by an agent on B;
+    B's current activity shows in its row and Continue continues it on A."""
+    other = Session("b", x_display=session.display, apps=APPS)
+    try:
+        b_handoff = lambda method, *args: other.call(HANDOFF[0], HANDOFF[1], method, *args)
+        b_handoff("org.freedesktop.DBus.Properties.Set", HANDOFF[2], "DeviceName", "<'Laptop B'>")
+        b_handoff("org.freedesktop.DBus.Properties.Set", HANDOFF[2], "Enabled", "<true>")
+        b_handoff("org.freedesktop.DBus.Properties.Set", HANDOFF[2], "Discoverable", "<true>")
+        port = wait_until(lambda: int(other.get(*HANDOFF, "ListenPort").split()[-1].strip(">,)")), 20)
+        agent = spawn_fixture(other, "agent")
+        # The continuing app on A, D-Bus-activatable so that its continuation can be seen.
+        session.write_app(EDITOR, [f"{EDITOR}.edit"], name="Editor")
+        with open(os.path.join(session.xdg["XDG_DATA_HOME"], "applications", EDITOR + ".desktop"), "a") as entry:
+            entry.write("DBusActivatable=true\n")
+        editor = spawn_fixture(session, "app", EDITOR)
+
+        show_page("Handoff")
+        if prop(HANDOFF, "Enabled") != "(<true>,)":
+            press(require(frame, "check box", "Handoff"))
+        name = require(frame, "text", "Device name")
+        name.queryEditableText().setTextContents("")
+        type_text(name, "Desk A")
+        press_key(RETURN)
+        assert wait_until(lambda: prop(HANDOFF, "DeviceName") == "(<'Desk A'>,)", 20), prop(HANDOFF, "DeviceName")
+        address = require(frame, "text", "Connect by address")
+        type_text(address, f"127.0.0.1:{port}")
+        press_key(RETURN)
+        row = require(frame, "list item", "Laptop B", timeout=30)
+        # Cancelled in the app first: the pairing fails and the app says why.
+        press(require(row, "push button", contains="Pair"))
+        press(dialog_button("Cancel", timeout=30))
+        assert agent.stdout.readline().startswith("CODE"), "B was asked too"
+        assert wait_until(lambda: any("failed: it was refused or cancelled" in text for text in label_texts(frame)), 30), \
+            "the app does not say why pairing failed"
+        assert wait_until(lambda: any("Not paired" in text for text in label_texts(row)), 10)
+        press(require(row, "push button", contains="Pair"))
+        dialog_code = wait_until(lambda: [text for text in label_texts(app_root) if "shows the same code" in text], 30)
+        assert dialog_code, "the app shows the code"
+        code_line = agent.stdout.readline().split()
+        assert code_line[:1] == ["CODE"], code_line
+        assert code_line[1][:3] + " " + code_line[1][3:] in dialog_code[0], (code_line, dialog_code)
+        screenshot("pairing")
+        press(dialog_button("Confirm"))
+        assert wait_until(lambda: any("Paired · Reachable" in text for text in label_texts(row)), 30), \
+            label_texts(row)
+
+        # The name given in the app is what B knows this device by.
+        b_devices = lambda: other.call(HANDOFF[0], HANDOFF[1], "org.freedesktop.DBus.ObjectManager.GetManagedObjects")
+        assert wait_until(lambda: "'Desk A'" in b_devices(), 20), b_devices()
+        current = other.spawn([os.path.join(BUILD, "useractivityctl"), "become-current", "--app-id", EDITOR,
+                               "--title", "Budget sheet", f"{EDITOR}.edit"])
+        assert wait_until(lambda: any("Budget sheet" in text for text in label_texts(row)), 30), \
+            "B's current activity is shown"
+        newer = other.spawn([os.path.join(BUILD, "useractivityctl"), "become-current", "--app-id", EDITOR,
+                             "--title", "Travel plan", f"{EDITOR}.edit"])
+        assert wait_until(lambda: any("Travel plan" in text for text in label_texts(row)), 30), \
+            "the row follows B's current activity"
+        screenshot("handoff-devices")
+        press(require(row, "push button", contains="Continue"))
+        line = editor.stdout.readline()
+        assert "continue-activity" in line and "Travel plan" in line, line
+        assert require(frame, "label", contains="Continued in"), "the app says where it was continued"
+        for child in (current, newer):
+            child.terminate()
+    finally:
+        other.close()
+
+
+CHECKS = [handoff_switch_sets_enabled, device_name_reaches_service, discoverable_shows_time_left,
+          privacy_switches_set_properties, block_an_app_from_the_installed_apps,
+          cli_change_shows_in_app, mnemonic_toggles_pause, history_search_as_you_type, forget_one_removes_it, forget_this_app_removes_its_entries,
+          forget_everything_with_confirmation, unavailable_service_is_reported, two_stacks_pair_follow_and_continue]
+
+passed = failed = 0
+try:
+    app_process = session.spawn([os.path.join(BUILD, "useractivity-settings")], GSK_RENDERER="cairo")
+    app_root = wait_until(lambda: accessible_application("useractivity-settings"), 30, 0.2)
+    if app_root is None:
+        raise SystemExit(f"the app did not appear on the accessibility bus: {app_process.stderr.read1(4000)}; "
+                         f"X server log: {open(session.x_log).read()[-2000:] if session.x_log else ''}")
+    frame = require(app_root, "frame", timeout=30)
+    # Keys go where the pointer is while no window manager gives focus.
+    x, y, width, height = frame.queryComponent().getExtents(pyatspi.DESKTOP_COORDS)
+    pyatspi.Registry.generateMouseEvent(x + width // 2, y + 10, "abs")
+    selected = set(options.only.split(",")) if options.only else None
+    for check in CHECKS:
+        if selected and check.__name__ not in selected:
+            continue
+        started = time.monotonic()
+        try:
+            check()
+            passed += 1
+            print(f"✔ {check.__name__} ({time.monotonic() - started:.1f} s)", flush=True)
+        except Exception as error:
+            failed += 1
+            print(f"✘ {check.__name__}: {error}", flush=True)
+            traceback.print_exc()
+            # A dialog left open by a failed check would take the next one's keys.
+            for index in range(app_root.childCount):
+                window = app_root.getChildAtIndex(index)
+                if window is not None and window != frame:
+                    press_key(0xff1b)  # Escape
+        if app_process.poll() is not None:
+            print(f"✘ the app exited ({app_process.returncode}): {app_process.stderr.read().decode()[-3000:]}")
+            failed += 1
+            break
+finally:
+    session.close()
+print(f"{passed} passed, {failed} failed")
+sys.exit(1 if failed or not passed else 0)
