@@ -44,6 +44,9 @@ let package = Package(
         harness("fuzz-process-tree"),
         harness("fuzz-user-info"),
         harness("fuzz-codec-decode"),
+        // The browser host's input: framing, JSON, messages (no dependencies).
+        .target(name: "BrowserHostProtocol"),
+        harness("fuzz-browser-message", extra: ["BrowserHostProtocol"]),
     ] + handoffTargets,
     swiftLanguageModes: [.v6]
 )

@@ -12,7 +12,10 @@ packages=(libdbus-1-dev libglib2.0-dev libsqlite3-dev dbus-daemon dbus-bin libgl
   # Tests/ExampleAppTests: the example apps in C (gdbus-codegen, in libglib2.0-dev-bin), GJS and C++ with Qt 5.
   libglib2.0-dev-bin make gcc g++ gjs qtbase5-dev qtbase5-dev-tools
   # scripts/build-pidfd-bus.sh: a dbus-daemon that offers ProcessFD, built from dbus 1.16's source.
-  curl xz-utils meson ninja-build libexpat1-dev)
+  curl xz-utils meson ninja-build libexpat1-dev
+  # browser/: the extension's unit tests (node --test); the real-browser tests (headless Chromium
+  # driven by chromium-driver, Firefox ESR with a test profile; zip packs the Firefox extension).
+  nodejs chromium chromium-driver firefox-esr zip)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

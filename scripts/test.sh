@@ -26,6 +26,11 @@ library_log="$(mktemp)"
 pidfd_log="$(mktemp)"
 trap 'rm -f "$log" "$library_log" "$pidfd_log"' EXIT
 status=0
+# The browser extension's logic (browser/), without a browser: a second or so.
+if [ $# -eq 0 ]; then
+  echo "=== the browser extension's tests (node --test browser/tests/)"
+  node --test browser/tests/ || status=$?
+fi
 if [ $# -gt 0 ]; then
   USERACTIVITYD_PATH="$PWD/.build/debug/useractivityd" swift test "$@" 2>&1 | tee "$log" || status=$?
 else
