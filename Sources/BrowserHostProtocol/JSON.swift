@@ -147,7 +147,8 @@ public struct JSONReader {
             while isDigit(index) { index += 1 }
         }
         let text = String(decoding: bytes[start..<index], as: UTF8.self)
-        guard let value = Double(text) else { throw error("number out of range") }
+        // Double() reads 1e999 as infinity, which JSON cannot write back.
+        guard let value = Double(text), value.isFinite else { throw error("number out of range") }
         return value
     }
 
