@@ -43,6 +43,13 @@ else
   USERACTIVITYD_PATH="$PWD/.build/debug/useractivityd" swift test --skip-build --filter '^UserActivityTests\.' 2>&1 |
     tee "$library_log" || status=$?
 fi
+# The extension and the native host in real headless browsers (chromium,
+# firefox-esr) against the built daemon on a private bus: about 15 s. Only in
+# a full run, never under the sanitizers (the browsers are not instrumented).
+if [ $# -eq 0 ]; then
+  echo "=== real browsers (Tests/RealBrowser)"
+  USERACTIVITY_BUILD_DIR="$PWD/.build/debug" python3 -W ignore::ResourceWarning Tests/RealBrowser/test_real_browsers.py -v || status=$?
+fi
 # The suites about who is calling once more, on the bus that offers ProcessFD
 # (about 20 s): the daemon identifies callers by pidfd there. Only in a full run.
 pidfd_bus="$PWD/.build-pidfd-bus/bin/dbus-daemon"
