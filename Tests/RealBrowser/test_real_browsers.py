@@ -33,8 +33,9 @@ BUILD = os.environ.get("USERACTIVITY_BUILD_DIR", os.path.join(ROOT, ".build", "d
 EXTENSION = os.path.join(ROOT, "browser", "extension")
 HOST_NAME = "org.example.useractivity"
 GECKO_ID = "useractivity@example.org"
-# Fixed by "key" in manifest.json.
-CHROMIUM_ID = "lnjaiffdneibghgljldolgffilbagede"
+# Fixed by "key" in manifest.json (browser/extension-id.txt).
+with open(os.path.join(ROOT, "browser", "extension-id.txt")) as _ids:
+    CHROMIUM_ID = next(line.split(":", 1)[1].strip() for line in _ids if line.startswith("chromium-id:"))
 FIREFOX_UUID = "2f1f6c44-8d3e-4c38-9a53-6d2f0b7a1e15"
 BROWSING_WEB = "org.example.UserActivity.browsing-web"
 SERVICE = "org.example.UserActivity"
