@@ -49,6 +49,9 @@ fi
 if [ $# -eq 0 ]; then
   echo "=== real browsers (Tests/RealBrowser)"
   USERACTIVITY_BUILD_DIR="$PWD/.build/debug" python3 -W ignore::ResourceWarning Tests/RealBrowser/test_real_browsers.py -v || status=$?
+  # A Chromium page on one desktop, continued on another (two Handoff stacks).
+  USERACTIVITY_REAL_BROWSER=1 USERACTIVITYD_PATH="$PWD/.build/debug/useractivityd" \
+    swift test --skip-build --filter 'HandoffTests\.BrowserHandoffTests' 2>&1 | tail -n 3 || status=$?
 fi
 # The suites about who is calling once more, on the bus that offers ProcessFD
 # (about 20 s): the daemon identifies callers by pidfd there. Only in a full run.
