@@ -11,9 +11,10 @@ public protocol PagePublisher: AnyObject {
 }
 
 /// Passes the extension's messages on at most once per ``interval``, the
-/// last one always: a burst of navigations becomes one update now and one
-/// with the final state when the interval is over. No timer runs unless a
-/// message is waiting, so an idle host wakes for nothing.
+/// last one always. A change is passed on once the loop has nothing else to
+/// do (so a burst already read is one update, with its last state), and never
+/// sooner than ``interval`` after the one before. No timer or idle source
+/// exists unless a message is waiting, so an idle host wakes for nothing.
 public final class PageCoalescer {
     /// At most one update per interval (microseconds).
     public static let interval: Int64 = 100_000
@@ -41,14 +42,18 @@ public final class PageCoalescer {
         guard timer == nil else { return }
         let now = scheduler.now
         // A clock set back counts as the interval having passed.
+        let run: () -> Void = { [weak self] in
+            self?.timer = nil
+            self?.flush()
+        }
         if let lastSentAt, now >= lastSentAt, now - lastSentAt < Self.interval {
             let wait = UInt32((Self.interval - (now - lastSentAt) + 999) / 1000)
-            timer = scheduler.after(milliseconds: max(wait, 1)) { [weak self] in
-                self?.timer = nil
-                self?.flush()
-            }
+            timer = scheduler.after(milliseconds: max(wait, 1), run)
         } else {
-            flush()
+            // After the input already read: the client library sends the
+            // update when the loop next turns, so it leaves now, not after a
+            // long read that would shorten the gap to the next one.
+            timer = scheduler.whenIdle(run)
         }
     }
 

@@ -84,6 +84,9 @@ enum BrowserHostCommand {
 final class ActivityPublisher: PagePublisher {
     private let client: UserActivityClient
     private var activity: UserActivity?
+    /// Whether the activity is current: then a new page is one batched
+    /// `Update`, without a `BecomeCurrent` beside it.
+    private var isCurrent = false
 
     init(client: UserActivityClient) { self.client = client }
 
@@ -98,11 +101,15 @@ final class ActivityPublisher: PagePublisher {
         activity.webpageURL = URL(string: page.url)
         activity.title = page.title
         activity.isEligibleForSearch = page.searchable
-        activity.becomeCurrent()
+        if !isCurrent {
+            activity.becomeCurrent()
+            isCurrent = true
+        }
     }
 
     func withdraw() {
         activity?.resignCurrent()
+        isCurrent = false
     }
 }
 

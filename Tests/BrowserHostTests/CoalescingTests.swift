@@ -17,15 +17,27 @@ final class RecordingPublisher: PagePublisher {
 
     func page(_ n: Int) -> BrowserMessage { .page(PageState(url: "https://example.com/\(n)", title: "Page \(n)")) }
 
-    @Test func aBurstBecomesTheFirstNowAndTheLastAfterTheInterval() {
+    @Test func aBurstReadAtOnceIsOneUpdateWithTheLastState() {
         let coalescer = PageCoalescer(scheduler: scheduler, publisher: publisher)
         for n in 1...1_000 { coalescer.submit(page(n)) }
-        #expect(publisher.events == [.publish(PageState(url: "https://example.com/1", title: "Page 1"))])
+        #expect(publisher.events.isEmpty, "nothing before the input is read")
+        scheduler.runIdle()
+        #expect(publisher.events == [.publish(PageState(url: "https://example.com/1000", title: "Page 1000"))])
+        #expect(scheduler.pendingCount == 0, "no timer while idle")
+    }
+
+    @Test func changesWithinTheIntervalWaitForItsEnd() {
+        let coalescer = PageCoalescer(scheduler: scheduler, publisher: publisher)
+        coalescer.submit(page(1))
+        scheduler.runIdle()
+        for n in 2...500 { coalescer.submit(page(n)) }
+        scheduler.runIdle()
+        #expect(publisher.events.count == 1)
         #expect(scheduler.pendingCount == 1)
         scheduler.advance(byMilliseconds: 99)
         #expect(publisher.events.count == 1)
         scheduler.advance(byMilliseconds: 1)
-        #expect(publisher.events.last == .publish(PageState(url: "https://example.com/1000", title: "Page 1000")))
+        #expect(publisher.events.last == .publish(PageState(url: "https://example.com/500", title: "Page 500")))
         #expect(publisher.events.count == 2)
         #expect(scheduler.pendingCount == 0, "no timer while idle")
     }
@@ -48,6 +60,7 @@ final class RecordingPublisher: PagePublisher {
                 let message: BrowserMessage = Int.random(in: 0..<8, using: &g) == 0 ? .none : page(Int.random(in: 0..<20, using: &g))
                 last = message
                 timedCoalescer.submit(message)
+                if Bool.random(using: &g) { scheduler.runIdle() }
                 scheduler.advance(byMilliseconds: Int64.random(in: 0...60, using: &g))
             }
             scheduler.advance(byMilliseconds: 200)
@@ -67,9 +80,11 @@ final class RecordingPublisher: PagePublisher {
         coalescer.submit(page(1))
         scheduler.advance(byMilliseconds: 500)
         coalescer.submit(page(1))
+        scheduler.advance(byMilliseconds: 500)
         coalescer.submit(.none)
         scheduler.advance(byMilliseconds: 500)
         coalescer.submit(.none)
+        scheduler.advance(byMilliseconds: 500)
         #expect(publisher.events == [.publish(PageState(url: "https://example.com/1", title: "Page 1")), .withdraw])
     }
 
@@ -83,6 +98,7 @@ final class RecordingPublisher: PagePublisher {
         stream += [UInt8](repeating: 0x7B, count: NativeMessaging.maximumIncomingBytes + 1)
         stream += NativeMessaging.frame(Array(#"{"type":"page","url":"https://example.com/ok","title":"OK"}"#.utf8))!
         session.received(stream)
+        scheduler.runIdle()
         #expect(replies.count == 2)
         for reply in replies {
             let value = try JSONReader.parse(Array(reply.dropFirst(4)))

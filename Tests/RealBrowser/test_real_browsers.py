@@ -242,10 +242,11 @@ class RealBrowserTests(unittest.TestCase):
 
         # An excluded domain, set on the options page as a person would.
         options = tools.new_tab(f"chrome-extension://{CHROMIUM_ID}/options.html")
-        self.assertTrue(wait_until(lambda: tools.evaluate(options, "document.readyState") == "complete"))
+        # The new tab is about:blank (and "complete") until the options page has loaded.
+        self.assertTrue(wait_until(lambda: tools.evaluate(
+            options, "location.protocol === 'chrome-extension:' && document.readyState === 'complete'")))
         tools.evaluate(options, "document.getElementById('excluded').value = 'localhost';"
-                                "document.getElementById('save').click();"
-                                "new Promise(r => setTimeout(r, 200))")
+                                "document.getElementById('save').click();")
         self.assertTrue(wait_until(lambda: tools.evaluate(options, "document.getElementById('status').textContent") == "Saved."))
         tools.navigate(second, self.site.url("/secret.html", host="localhost"))
         tools.activate(second)
@@ -301,7 +302,8 @@ class RealBrowserTests(unittest.TestCase):
         self.expect_page("firefox-esr", "/c.html", "Page C", same_as=path)
 
         driver.open_privileged_tab(f"moz-extension://{FIREFOX_UUID}/options.html")
-        self.assertTrue(wait_until(lambda: driver.execute("return document.readyState") == "complete"))
+        self.assertTrue(wait_until(lambda: driver.execute(
+            "return location.protocol === 'moz-extension:' && document.readyState === 'complete'")))
         driver.execute("document.getElementById('excluded').value = 'localhost'; document.getElementById('save').click();")
         self.assertTrue(wait_until(lambda: driver.execute("return document.getElementById('status').textContent") == "Saved."))
         driver.switch(second)
