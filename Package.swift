@@ -85,10 +85,10 @@ let package = Package(
         .executableTarget(name: "handoff-discovery-probe", dependencies: ["HandoffDiscovery", "GLibSupport"]),
 
         // The browser extension's native-messaging host: framing and a small
-        // JSON reader/writer (no dependencies, fuzzed), the coalescing and
+        // JSON reader/writer (plain Swift, fuzzed), the coalescing and
         // session logic on the Scheduler seam, and the executable that joins
         // them to stdin/stdout and the client library.
-        .target(name: "BrowserHostProtocol"),
+        .target(name: "BrowserHostProtocol", dependencies: ["UserActivityCore"]),
         .target(name: "BrowserHost", dependencies: ["BrowserHostProtocol", "GLibSupport", "CGLib"]),
         .executableTarget(name: "useractivity-browser-host", dependencies: [
             "BrowserHost", "BrowserHostProtocol", "UserActivity", "UserActivityCore", "GLibSupport", "CGLib",

@@ -44,8 +44,8 @@ let package = Package(
         harness("fuzz-process-tree"),
         harness("fuzz-user-info"),
         harness("fuzz-codec-decode"),
-        // The browser host's input: framing, JSON, messages (no dependencies).
-        .target(name: "BrowserHostProtocol"),
+        // The browser host's input: framing, JSON, messages.
+        .target(name: "BrowserHostProtocol", dependencies: ["UserActivityCore"]),
         harness("fuzz-browser-message", extra: ["BrowserHostProtocol"]),
     ] + handoffTargets,
     swiftLanguageModes: [.v6]

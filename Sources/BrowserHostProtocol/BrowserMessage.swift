@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import UserActivityCore
 
 /// The page a browser profile shows in its focused window's active tab.
 public struct PageState: Sendable, Equatable {
@@ -69,24 +70,12 @@ extension BrowserMessage {
             guard WebPageURL.isPublishable(url) else {
                 throw BrowserMessageError("'url' must be an http or https URL without a user name or password")
             }
-            return .page(PageState(url: url, title: truncated(title, to: maximumTitleBytes), searchable: searchable))
+            return .page(PageState(url: url, title: title.prefix(utf8Bytes: maximumTitleBytes), searchable: searchable))
         default:
             throw BrowserMessageError("unknown message type '\(String(type.prefix(64)))' (expected 'page' or 'none')")
         }
     }
 
-    static func truncated(_ text: String, to limit: Int) -> String {
-        guard text.utf8.count > limit else { return text }
-        var result = ""
-        var bytes = 0
-        for character in text {
-            let size = character.utf8.count
-            if bytes + size > limit { break }
-            result.append(character)
-            bytes += size
-        }
-        return result
-    }
 }
 
 /// Replies to the extension.
