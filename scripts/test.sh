@@ -49,7 +49,7 @@ fi
 if [ $# -eq 0 ]; then
   echo "=== real browsers (Tests/RealBrowser)"
   USERACTIVITY_BUILD_DIR="$PWD/.build/debug" python3 -W ignore::ResourceWarning Tests/RealBrowser/test_real_browsers.py -v || status=$?
-  # A Chromium page on one desktop, continued on another (two Handoff stacks).
+  # A Chromium and a Firefox page on one desktop, continued on another (two Handoff stacks).
   USERACTIVITY_REAL_BROWSER=1 USERACTIVITYD_PATH="$PWD/.build/debug/useractivityd" \
     swift test --skip-build --filter 'HandoffTests\.BrowserHandoffTests' 2>&1 | tail -n 3 || status=$?
 fi
