@@ -232,6 +232,19 @@ private let userSlice = "/user.slice/user-1000.slice/user@1000.service/app.slice
         #expect(ProcessIdentityProbe.unescape(#"a\x2db\x2Dc\xZZ\x2"#) == #"a-b-c\xZZ\x2"#)
     }
 
+    @Test func aBrowserWithALegacyDesktopIDIsFoundFromItsUnit() throws {
+        let withBrowsers = installed("firefox-esr", "chromium")
+        try process(30, cgroup: "0::\(userSlice)app-gnome-firefox\\x2desr-4242.scope\n")
+        #expect(probe.identify(pid: 30, catalog: withBrowsers) == ProcessIdentity(
+            confinement: .host, appID: "firefox-esr", source: "systemd unit app-gnome-firefox\\x2desr-4242.scope"))
+        // The same unit, its dash not escaped by the launcher.
+        try process(31, cgroup: "0::\(userSlice)app-gnome-firefox-esr-4243.scope\n")
+        #expect(probe.identify(pid: 31, catalog: withBrowsers).appID == "firefox-esr")
+        try process(32, cgroup: "0::\(userSlice)app-chromium-99.scope\n")
+        #expect(probe.identify(pid: 32, catalog: withBrowsers).appID == "chromium")
+        #expect(probe.identify(pid: 32, catalog: catalog).appID == nil, "not installed: no app")
+    }
+
     @Test func toolboxStyleFuseRoot() {
         let mountinfo = """
             22 1 0:21 / / rw,relatime - ext4 /dev/sda1 rw
