@@ -6,10 +6,10 @@
      published and nothing changing (the goal: none; no timer runs while idle);
   2. memory: the host's USS (private pages) with a page published, and
      useractivityd's in the same run as the baseline;
-  3. a burst of 1,000 navigations written at once: how many BecomeCurrent and
-     Update calls reach the service (dbus-monitor), the shortest gap between
-     two of them (the goal: at least 100 ms), and whether the last page is
-     the one the service shows.
+  3. a burst of 1,000 navigations written at once: how many Update (and
+     BecomeCurrent) calls reach the service (dbus-monitor), the shortest gap
+     between two Updates (the goal: at least 100 ms), and whether the last
+     page is the one the service shows.
 
 Usage: bench/browser-host.py [BUILD-DIR]   (default .build/release)
 USS counts pages no other process maps: a shared library's pages count only
@@ -122,15 +122,16 @@ def main():
         time.sleep(0.5)
         with open(monitor_log) as f:
             log = f.read()[before:]
-        stamps = [float(m) for m in re.findall(r"method call time=([0-9.]+) .*member=(?:Update|BecomeCurrent)\b", log)]
-        gaps = [b - a for a, b in zip(stamps, stamps[1:])]
+        updates = [float(m) for m in re.findall(r"method call time=([0-9.]+) .*member=Update\b", log)]
+        becomes = len(re.findall(r"method call time=[0-9.]+ .*member=BecomeCurrent\b", log))
+        gaps = [b - a for a, b in zip(updates, updates[1:])]
         last = current_url()
 
         print(f"host build: {BUILD}")
         print(f"idle 10 s with a page published: {ticks1 - ticks0} CPU ticks, {switches1 - switches0} context switches (goal: 0)")
         print(f"USS: host {host_uss} KiB ({host_uss / 1024:.1f} MiB; goal 3 MiB), useractivityd {daemon_uss} KiB in the same run")
-        print(f"burst of 1000 navigations: {len(stamps)} BecomeCurrent/Update calls reached the service; "
-              f"shortest gap {min(gaps) * 1000:.0f} ms" if gaps else f"burst of 1000 navigations: {len(stamps)} call(s)")
+        print(f"burst of 1000 navigations: {len(updates)} Update and {becomes} BecomeCurrent call(s) reached the service"
+              + (f"; shortest gap between Updates {min(gaps) * 1000:.0f} ms (goal: at least 100)" if gaps else ""))
         print(f"last page shown by the service: {last} (expected https://example.com/1000), after {settled * 1000:.0f} ms")
         host.stdin.close()
         host.wait(timeout=10)

@@ -84,9 +84,6 @@ enum BrowserHostCommand {
 final class ActivityPublisher: PagePublisher {
     private let client: UserActivityClient
     private var activity: UserActivity?
-    /// Whether the activity is current: then a new page is one batched
-    /// `Update`, without a `BecomeCurrent` beside it.
-    private var isCurrent = false
 
     init(client: UserActivityClient) { self.client = client }
 
@@ -101,15 +98,14 @@ final class ActivityPublisher: PagePublisher {
         activity.webpageURL = URL(string: page.url)
         activity.title = page.title
         activity.isEligibleForSearch = page.searchable
-        if !isCurrent {
-            activity.becomeCurrent()
-            isCurrent = true
-        }
+        // Current again even if another app became current meanwhile: the
+        // person is looking at this page now. (The library sends the changes
+        // as one Update, then BecomeCurrent.)
+        activity.becomeCurrent()
     }
 
     func withdraw() {
         activity?.resignCurrent()
-        isCurrent = false
     }
 }
 

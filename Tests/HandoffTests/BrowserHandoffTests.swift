@@ -142,16 +142,24 @@ struct BrowserHandoffTests {
             }
             let request = Array("\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)
             _ = request.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            // The endpoint keeps the connection open: read the head, then Content-Length bytes.
+            var timeout = timeval(tv_sec: 30, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             var response: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: 65536)
             while true {
+                if let split = response.firstRange(of: Array("\r\n\r\n".utf8)) {
+                    let head = String(decoding: response[..<split.lowerBound], as: UTF8.self).lowercased()
+                    let length = head.split(separator: "\r\n").first { $0.hasPrefix("content-length:") }
+                        .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
+                    if response.count - split.upperBound >= length {
+                        return Data(response[split.upperBound..<(split.upperBound + length)])
+                    }
+                }
                 let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-                if count <= 0 { break }
+                if count <= 0 { throw HandoffTestFailure("DevTools \(path): the reply was cut short") }
                 response += buffer[0..<count]
             }
-            let text = Data(response)
-            guard let split = response.firstRange(of: Array("\r\n\r\n".utf8)) else { throw HandoffTestFailure("DevTools \(path): no reply") }
-            return text.subdata(in: split.upperBound..<response.count)
         }
     }
 
