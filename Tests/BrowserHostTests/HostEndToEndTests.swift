@@ -95,6 +95,16 @@ struct HostEndToEndTests {
         #expect(try h.currentActivity(client) == path, "updated in place")
         #expect(try client.property(path, "WebpageURL") == .string("https://example.com/two"))
 
+        // Another app becomes current; the browser's next page makes its activity current again.
+        let other = try client.call(UA.managerPath, UA.managerInterface, "BecomeCurrent", [
+            .string("org.example.UserActivity.browsing-web"),
+            .stringVariantDictionary([("app-id", .string("chromium")), ("webpage-url", .string("https://example.org/other"))]),
+        ]).first?.objectPathValue
+        #expect(try h.currentActivity(client) == other)
+        h.send(Self.page("https://example.com/two-b", "Two b"))
+        #expect(try waitUntil(timeout: 30) { try h.currentActivity(client) == path }, "the page is current again, in place")
+        #expect(try client.property(path, "Title") == .string("Two b"))
+
         h.send(#"{"type":"none"}"#)
         #expect(try waitUntil(timeout: 30) { try h.currentActivity(client) == "/" })
         h.send(Self.page("https://example.com/three", "Three"))
