@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "HandoffDiscovery", targets: ["HandoffDiscovery"]),
         .executable(name: "handoff-discovery-probe", targets: ["handoff-discovery-probe"]),
         .executable(name: "useractivity-settings", targets: ["useractivity-settings"]),
+        .executable(name: "useractivity-browser-host", targets: ["useractivity-browser-host"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -94,6 +95,16 @@ let package = Package(
             "CGtk", "GtkSupport", "DBusKit", "GLibSupport", "TypedValues",
         ]),
 
+        // The browser extension's native-messaging host: framing and a small
+        // JSON reader/writer (plain Swift, fuzzed), the coalescing and
+        // session logic on the Scheduler seam, and the executable that joins
+        // them to stdin/stdout and the client library.
+        .target(name: "BrowserHostProtocol", dependencies: ["UserActivityCore"]),
+        .target(name: "BrowserHost", dependencies: ["BrowserHostProtocol", "GLibSupport", "CGLib"]),
+        .executableTarget(name: "useractivity-browser-host", dependencies: [
+            "BrowserHost", "BrowserHostProtocol", "UserActivity", "UserActivityCore", "GLibSupport", "CGLib",
+        ]),
+
         // Test helpers: private dbus-daemon, child processes, fixture apps, a bus client.
         .target(name: "TestSupport", dependencies: ["DBusKit", "TypedValues"], path: "Tests/TestSupport", exclude: ["README.md"]),
         .testTarget(name: "UserActivityCoreTests", dependencies: ["UserActivityCore", "TypedValues", "GLibSupport"]),
@@ -116,6 +127,8 @@ let package = Package(
         .testTarget(name: "HardeningTests", dependencies: ["TestSupport", "DBusKit", "TypedValues", "UserActivityCore", "UserActivityService", "UserActivityInterfaces", "GLibSupport", "ActivityStore", "UserActivity"]),
         .testTarget(name: "HandoffCoreTests", dependencies: ["HandoffCore", "TypedValues"]),
         .testTarget(name: "HandoffTests", dependencies: ["TestSupport", "DBusKit", "TypedValues"]),
+        // The browser host: protocol property tests, coalescing on a ManualScheduler, the built host on a private bus.
+        .testTarget(name: "BrowserHostTests", dependencies: ["BrowserHost", "BrowserHostProtocol", "GLibSupport", "TestSupport", "DBusKit", "TypedValues"]),
     ],
     swiftLanguageModes: [.v6]
 )

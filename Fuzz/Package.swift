@@ -44,6 +44,9 @@ let package = Package(
         harness("fuzz-process-tree"),
         harness("fuzz-user-info"),
         harness("fuzz-codec-decode"),
+        // The browser host's input: framing, JSON, messages.
+        .target(name: "BrowserHostProtocol", dependencies: ["UserActivityCore"]),
+        harness("fuzz-browser-message", extra: ["BrowserHostProtocol"]),
     ] + handoffTargets,
     swiftLanguageModes: [.v6]
 )

@@ -17,7 +17,7 @@ cd "$(dirname "$0")"
 
 seconds=${1:-60}
 [ $# -gt 0 ] && shift
-harnesses=${*:-"fuzz-desktop-entries fuzz-cgroup fuzz-process-tree fuzz-user-info fuzz-codec-decode"}
+harnesses=${*:-"fuzz-desktop-entries fuzz-cgroup fuzz-process-tree fuzz-user-info fuzz-codec-decode fuzz-browser-message"}
 # Handoff's frame decoder, once Sources/HandoffCore is in the tree.
 [ $# -gt 0 ] || [ ! -f Sources/HandoffCore/Frame.swift ] || harnesses="$harnesses fuzz-handoff-frame"
 sanitizers=${FUZZ_SANITIZERS:-fuzzer,address}

@@ -6,8 +6,9 @@
 #
 #   packaging/build-deb.sh [--output DIR]
 #
-# Output (default .build-pkg-out/deb/): useractivity_<version>_<arch>.deb, its
-# -dbgsym .deb, .buildinfo and .changes. The copy lives in
+# Output (default .build-pkg-out/deb/): useractivity_<version>_<arch>.deb,
+# webext-useractivity_<version>_<arch>.deb, their -dbgsym .debs, .buildinfo
+# and .changes. The copy lives in
 # .build-pkg-out/src/useractivity-<version>/ and keeps its SwiftPM scratch
 # directory between runs, so a rebuild only compiles what changed.
 #
@@ -39,7 +40,8 @@ export SCRATCH_PATH="$source_copy/.build-pkg"
 parent="$(dirname "$source_copy")"
 arch="$(dpkg-architecture -qDEB_HOST_ARCH)"
 built=()
-for file in "$parent"/useractivity*_"${deb_version}"_"$arch".{deb,ddeb,buildinfo,changes}; do
+# useractivity and webext-useractivity (the browser extension), with their -dbgsym.
+for file in "$parent"/{,webext-}useractivity*_"${deb_version}"_"$arch".{deb,ddeb,buildinfo,changes}; do
   [ -e "$file" ] || continue
   mv -f "$file" "$output/"
   built+=("$output/$(basename "$file")")

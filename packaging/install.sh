@@ -32,6 +32,15 @@
 #   BASHCOMPLETIONDIR   $DATADIR/bash-completion/completions
 #   ZSHCOMPLETIONDIR    $DATADIR/zsh/site-functions   (Debian: vendor-completions)
 #   FISHCOMPLETIONDIR   $DATADIR/fish/vendor_completions.d
+#   BROWSER_DESTDIR     staging root of the browser integration (default: DESTDIR;
+#                       Debian: the webext-useractivity package's)
+#   WEBEXTDIR           $DATADIR/webext/useractivity  the extension, unpacked
+#   MOZILLAEXTDIR       /usr/share/mozilla/extensions/{ec8030f7-c20a-464f-9b0e-13a3a9e97384}
+#   CHROMIUMEXTDIR      /usr/share/chromium/extensions
+#   MOZILLAHOSTDIR      /usr/lib/mozilla/native-messaging-hosts
+#   CHROMIUMHOSTDIR     /etc/chromium/native-messaging-hosts
+#   CHROMEHOSTDIR       /etc/opt/chrome/native-messaging-hosts
+#                       (the browsers read these fixed paths whatever PREFIX is)
 #   SWIFT               swift
 #   SCRATCH_PATH        .build-pkg (relative to the source tree)
 #   SWIFT_BUILD_FLAGS   extra `swift build` arguments (word-split)
@@ -53,7 +62,8 @@ for argument in "$@"; do
       case "$name" in
         DESTDIR|PREFIX|BINDIR|LIBEXECDIR|DATADIR|MANDIR|DOCDIR|LICENSEDIR|DBUSSERVICEDIR|DBUSINTERFACEDIR|\
         SYSTEMDUSERUNITDIR|APPLICATIONSDIR|SEARCHPROVIDERDIR|KRUNNERDIR|BASHCOMPLETIONDIR|ZSHCOMPLETIONDIR|\
-        FISHCOMPLETIONDIR|SWIFT|SCRATCH_PATH|SWIFT_BUILD_FLAGS)
+        FISHCOMPLETIONDIR|SWIFT|SCRATCH_PATH|SWIFT_BUILD_FLAGS|BROWSER_DESTDIR|WEBEXTDIR|MOZILLAEXTDIR|\
+        CHROMIUMEXTDIR|MOZILLAHOSTDIR|CHROMIUMHOSTDIR|CHROMEHOSTDIR)
           printf -v "$name" '%s' "${argument#*=}"
           export "${name?}" ;;
         *) echo "install.sh: unknown variable $name (see --help)" >&2; exit 2 ;;
@@ -82,12 +92,20 @@ KRUNNERDIR="${KRUNNERDIR:-$DATADIR/krunner/dbusplugins}"
 BASHCOMPLETIONDIR="${BASHCOMPLETIONDIR:-$DATADIR/bash-completion/completions}"
 ZSHCOMPLETIONDIR="${ZSHCOMPLETIONDIR:-$DATADIR/zsh/site-functions}"
 FISHCOMPLETIONDIR="${FISHCOMPLETIONDIR:-$DATADIR/fish/vendor_completions.d}"
+BROWSER_DESTDIR="${BROWSER_DESTDIR-$DESTDIR}"
+WEBEXTDIR="${WEBEXTDIR:-$DATADIR/webext/useractivity}"
+MOZILLAEXTDIR="${MOZILLAEXTDIR:-/usr/share/mozilla/extensions/{ec8030f7-c20a-464f-9b0e-13a3a9e97384\}}"
+CHROMIUMEXTDIR="${CHROMIUMEXTDIR:-/usr/share/chromium/extensions}"
+MOZILLAHOSTDIR="${MOZILLAHOSTDIR:-/usr/lib/mozilla/native-messaging-hosts}"
+CHROMIUMHOSTDIR="${CHROMIUMHOSTDIR:-/etc/chromium/native-messaging-hosts}"
+CHROMEHOSTDIR="${CHROMEHOSTDIR:-/etc/opt/chrome/native-messaging-hosts}"
 SWIFT="${SWIFT:-swift}"
 SCRATCH_PATH="${SCRATCH_PATH:-.build-pkg}"
 SWIFT_BUILD_FLAGS="${SWIFT_BUILD_FLAGS:-}"
 
 for name in PREFIX BINDIR LIBEXECDIR DATADIR MANDIR DOCDIR DBUSSERVICEDIR DBUSINTERFACEDIR SYSTEMDUSERUNITDIR \
-            APPLICATIONSDIR SEARCHPROVIDERDIR KRUNNERDIR BASHCOMPLETIONDIR ZSHCOMPLETIONDIR FISHCOMPLETIONDIR; do
+            APPLICATIONSDIR SEARCHPROVIDERDIR KRUNNERDIR BASHCOMPLETIONDIR ZSHCOMPLETIONDIR FISHCOMPLETIONDIR \
+            WEBEXTDIR MOZILLAEXTDIR CHROMIUMEXTDIR MOZILLAHOSTDIR CHROMIUMHOSTDIR CHROMEHOSTDIR; do
   case "${!name}" in
     /*) ;;
     *) echo "install.sh: $name must be an absolute path (got '${!name}')" >&2; exit 2 ;;
@@ -122,6 +140,11 @@ fi
 # The settings app (GTK 4, libadwaita) once its sources are in the tree.
 if [ -d Sources/useractivity-settings ]; then
   products+=(useractivity-settings)
+fi
+
+# The browser extension's native-messaging host, with the extension itself.
+if [ -d Sources/useractivity-browser-host ] && [ -d browser/extension ]; then
+  products+=(useractivity-browser-host)
 fi
 
 # Release build with the Swift runtime linked in: the package then needs only
@@ -267,6 +290,38 @@ if [[ " ${products[*]} " == *" useractivity-settings "* ]]; then
   install_file 0644 desktop/share/metainfo/org.example.UserActivity.Settings.metainfo.xml "$DATADIR/metainfo"
   install_file 0644 desktop/share/icons/hicolor/scalable/apps/org.example.UserActivity.Settings.svg \
     "$DATADIR/icons/hicolor/scalable/apps"
+fi
+
+# The browser extension, installed the way Debian's webext-* packages are:
+# unpacked in WEBEXTDIR, linked into the directories Firefox and Chromium
+# load system extensions from; the native-messaging host's manifests where
+# Firefox, Chromium and Chrome look for them.
+if [[ " ${products[*]} " == *" useractivity-browser-host "* ]]; then
+  host_path="$LIBEXECDIR/useractivity-browser-host"
+  install -d -m 0755 "$BROWSER_DESTDIR$LIBEXECDIR"
+  install -m 0755 "$bin_path/useractivity-browser-host" "$BROWSER_DESTDIR$LIBEXECDIR/"
+  (cd browser/extension && find . -type f ! -name '.*' | sort) | while read -r file; do
+    install -d -m 0755 "$BROWSER_DESTDIR$WEBEXTDIR/$(dirname "$file")"
+    install -m 0644 "browser/extension/$file" "$BROWSER_DESTDIR$WEBEXTDIR/$file"
+  done
+  gecko_id="$(sed -n 's/.*"id": *"\([^"]*@[^"]*\)".*/\1/p' browser/extension/manifest.json)"
+  [ -n "$gecko_id" ] || { note "browser/extension/manifest.json: no browser_specific_settings.gecko.id"; exit 1; }
+  chromium_id="$(sed -n 's/^chromium-id: *//p' browser/extension-id.txt)"
+  [ -n "$chromium_id" ] || { note "browser/extension-id.txt: no chromium-id line"; exit 1; }
+  install -d -m 0755 "$BROWSER_DESTDIR$MOZILLAEXTDIR" "$BROWSER_DESTDIR$CHROMIUMEXTDIR"
+  ln -sfn "$(realpath -m --relative-to="$MOZILLAEXTDIR" "$WEBEXTDIR")" "$BROWSER_DESTDIR$MOZILLAEXTDIR/$gecko_id"
+  ln -sfn "$(realpath -m --relative-to="$CHROMIUMEXTDIR" "$WEBEXTDIR")" "$BROWSER_DESTDIR$CHROMIUMEXTDIR/useractivity"
+  manifest() {
+    printf '{\n  "name": "org.example.useractivity",\n  "description": "UserActivity: publishes the focused tab to the desktop",\n'
+    printf '  "path": "%s",\n  "type": "stdio",\n  %s\n}\n' "$host_path" "$1"
+  }
+  manifest "\"allowed_extensions\": [\"$gecko_id\"]" > "$work/mozilla.json"
+  manifest "\"allowed_origins\": [\"chrome-extension://$chromium_id/\"]" > "$work/chromium.json"
+  for pair in "$MOZILLAHOSTDIR mozilla" "$CHROMIUMHOSTDIR chromium" "$CHROMEHOSTDIR chromium"; do
+    read -r directory flavour <<<"$pair"
+    install -d -m 0755 "$BROWSER_DESTDIR$directory"
+    install -m 0644 "$work/$flavour.json" "$BROWSER_DESTDIR$directory/org.example.useractivity.json"
+  done
 fi
 
 # Desktop integration: the hidden desktop entry that the GNOME Shell search

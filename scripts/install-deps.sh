@@ -15,7 +15,10 @@ packages=(libdbus-1-dev libglib2.0-dev libsqlite3-dev dbus-daemon dbus-bin libgl
   curl xz-utils meson ninja-build libexpat1-dev
   # useractivity-settings (GTK 4, libadwaita) and its tier: Xvfb, the accessibility bus, pyatspi,
   # GDK 3 for screenshots; AppStream, desktop-file and gettext checks of what it ships.
-  libgtk-4-dev libadwaita-1-dev xvfb at-spi2-core python3-pyatspi gir1.2-gtk-3.0 appstream desktop-file-utils gettext)
+  libgtk-4-dev libadwaita-1-dev xvfb at-spi2-core python3-pyatspi gir1.2-gtk-3.0 appstream desktop-file-utils gettext
+  # browser/: the extension's unit tests (node --test); the real-browser tests (headless Chromium
+  # over the DevTools protocol, Firefox ESR with a test profile).
+  nodejs chromium firefox-esr)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -26,6 +26,11 @@ library_log="$(mktemp)"
 pidfd_log="$(mktemp)"
 trap 'rm -f "$log" "$library_log" "$pidfd_log" "${settings_log:-}"' EXIT
 status=0
+# The browser extension's logic (browser/), without a browser: a second or so.
+if [ $# -eq 0 ]; then
+  echo "=== the browser extension's tests (node --test browser/tests/)"
+  node --test browser/tests/ || status=$?
+fi
 if [ $# -gt 0 ]; then
   USERACTIVITYD_PATH="$PWD/.build/debug/useractivityd" swift test "$@" 2>&1 | tee "$log" || status=$?
 else
@@ -37,6 +42,16 @@ else
   echo "=== the client library's tests (UserActivityTests)"
   USERACTIVITYD_PATH="$PWD/.build/debug/useractivityd" swift test --skip-build --filter '^UserActivityTests\.' 2>&1 |
     tee "$library_log" || status=$?
+fi
+# The extension and the native host in real headless browsers (chromium,
+# firefox-esr) against the built daemon on a private bus: about 15 s. Only in
+# a full run, never under the sanitizers (the browsers are not instrumented).
+if [ $# -eq 0 ]; then
+  echo "=== real browsers (Tests/RealBrowser)"
+  USERACTIVITY_BUILD_DIR="$PWD/.build/debug" python3 -W ignore::ResourceWarning Tests/RealBrowser/test_real_browsers.py -v || status=$?
+  # A Chromium and a Firefox page on one desktop, continued on another (two Handoff stacks).
+  USERACTIVITY_REAL_BROWSER=1 USERACTIVITYD_PATH="$PWD/.build/debug/useractivityd" \
+    swift test --skip-build --filter 'HandoffTests\.BrowserHandoffTests' 2>&1 | tail -n 3 || status=$?
 fi
 # The suites about who is calling once more, on the bus that offers ProcessFD
 # (about 20 s): the daemon identifies callers by pidfd there. Only in a full run.

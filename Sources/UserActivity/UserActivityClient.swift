@@ -106,9 +106,9 @@ public final class UserActivityClient: @unchecked Sendable {
     }
 
     private init(appID: String?, address: String?, runner makeRunner: () -> LoopRunner) throws {
-        if let appID, !ReverseDNSName.isValid(appID) {
+        if let appID, !AppIDName.isWellFormed(appID) {
             throw UserActivityError(.invalidArgument,
-                "'\(appID)' is not an app ID: use the desktop-file ID without .desktop, a reverse-DNS name such as com.example.Editor")
+                "'\(appID)' is not an app ID: use the desktop-file ID without .desktop, a reverse-DNS name such as com.example.Editor or an installed legacy ID such as firefox-esr")
         }
         self.appID = appID
         // Everything that blocks happens here, before the connection is attached to a loop.

@@ -348,7 +348,7 @@ public struct ConnectionIdentity: Sendable {
     /// A successful claim by an unconfined caller is remembered in
     /// ``claimedApps``.
     public mutating func actingApp(claim: String?, catalog: AppCatalog) throws(UserActivityError) -> String {
-        if let claim { try ReverseDNSName.validate(claim, as: "app-id") }
+        if let claim { try AppIDName.validate(claim, as: "app-id", catalog: catalog) }
         if isConfined {
             if let claim, claim != process.appID {
                 throw deniedClaim(claim)
@@ -376,7 +376,7 @@ public struct ConnectionIdentity: Sendable {
     /// `RegisterApplication`: sets the app used when a call names none,
     /// replacing an earlier registration.
     public mutating func register(app: String, catalog: AppCatalog) throws(UserActivityError) {
-        try ReverseDNSName.validate(app, as: "app ID")
+        try AppIDName.validate(app, as: "app ID", catalog: catalog)
         if isConfined {
             guard app == process.appID else { throw deniedClaim(app) }
         }

@@ -42,7 +42,7 @@ public struct ContinuationOptions: Sendable, Equatable {
         ])
         var options = ContinuationOptions()
         if let target = reader["target-app-id"]?.stringValue {
-            try ReverseDNSName.validate(target, as: "target-app-id option")
+            try AppIDName.validate(target, as: "target-app-id option")
             options.targetAppID = target
         }
         options.timeoutMilliseconds = UInt32(clamp(reader["timeout-ms"]?.uint32Value,

@@ -35,7 +35,7 @@ public struct ContinuationPayload: Sendable {
                                    limits: ActivityLimits) throws(UserActivityError) -> ContinuationPayload {
         try ReverseDNSName.validate(type, as: "activity type")
         let patch = try ActivityPatch.parse(entries, allowsAppIDClaim: true)
-        if let claim = patch.appIDClaim { try ReverseDNSName.validate(claim, as: "app-id (the publishing app)") }
+        if let claim = patch.appIDClaim { try AppIDName.validate(claim, as: "app-id (the publishing app)") }
         let properties = try patch.applied(to: ActivityProperties(), limits: limits)
         return ContinuationPayload(activityType: type, properties: properties, publisher: patch.appIDClaim)
     }

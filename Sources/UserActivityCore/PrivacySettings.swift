@@ -82,8 +82,8 @@ public struct PrivacySettings: Sendable, Equatable {
         }
         switch property {
         case "Paused": paused = value.boolValue ?? false
-        case "BlockedApplications": blockedApplications = try Self.names(value.stringArrayValue ?? [], what: "app ID")
-        case "BlockedActivityTypes": blockedActivityTypes = try Self.names(value.stringArrayValue ?? [], what: "activity type")
+        case "BlockedApplications": blockedApplications = try Self.names(value.stringArrayValue ?? [], what: "app ID", validate: AppIDName.validate)
+        case "BlockedActivityTypes": blockedActivityTypes = try Self.names(value.stringArrayValue ?? [], what: "activity type", validate: ReverseDNSName.validate)
         case "RetentionDays": retentionDays = value.uint32Value ?? 0
         case "Bridges": bridges = try Self.bridgeNames(value.stringArrayValue ?? [])
         case "RecentDocumentsBecomeCurrent": recentDocumentsBecomeCurrent = value.boolValue ?? true
@@ -102,10 +102,13 @@ public struct PrivacySettings: Sendable, Equatable {
         return unique
     }
 
-    private static func names(_ names: [String], what: String) throws(UserActivityError) -> [String] {
+    /// Blocked app IDs may be legacy desktop IDs, installed or not (an app
+    /// may be blocked before it is installed); blocked types are reverse-DNS.
+    private static func names(_ names: [String], what: String,
+                              validate: (String, String) throws(UserActivityError) -> Void) throws(UserActivityError) -> [String] {
         var unique: [String] = []
         for name in names {
-            try ReverseDNSName.validate(name, as: what)
+            try validate(name, what)
             if !unique.contains(name) { unique.append(name) }
         }
         return unique
@@ -125,12 +128,14 @@ public struct PrivacySettings: Sendable, Equatable {
                 warnings.append("RecentDocumentsBecomeCurrent=\(text) is not true or false; using true")
             }
         }
-        for (key, assign) in [("BlockedApplications", { (s: inout PrivacySettings, v: [String]) in s.blockedApplications = v }),
-                              ("BlockedActivityTypes", { (s: inout PrivacySettings, v: [String]) in s.blockedActivityTypes = v })] {
+        for (key, isValid, what, assign) in [
+            ("BlockedApplications", AppIDName.isWellFormed, "an app ID", { (s: inout PrivacySettings, v: [String]) in s.blockedApplications = v }),
+            ("BlockedActivityTypes", ReverseDNSName.isValid, "a reverse-DNS name", { (s: inout PrivacySettings, v: [String]) in s.blockedActivityTypes = v }),
+        ] as [(String, (String) -> Bool, String, (inout PrivacySettings, [String]) -> Void)] {
             guard let list = file.stringList(group: group, key: key) else { continue }
-            let valid = list.filter { !$0.isEmpty && ReverseDNSName.isValid($0) }
-            for name in list where !name.isEmpty && !ReverseDNSName.isValid(name) {
-                warnings.append("\(key): '\(name)' is not a reverse-DNS name; ignored")
+            let valid = list.filter { !$0.isEmpty && isValid($0) }
+            for name in list where !name.isEmpty && !isValid(name) {
+                warnings.append("\(key): '\(name)' is not \(what); ignored")
             }
             assign(&settings, valid)
         }

@@ -41,7 +41,7 @@ public struct SearchOptions: Sendable, Equatable {
         var options = SearchOptions()
         options.limit = clamp(reader["limit"]?.uint32Value, default: defaultLimit, maximum: maximumLimit)
         if let app = reader["app-id"]?.stringValue {
-            try ReverseDNSName.validate(app, as: "app-id option")
+            try AppIDName.validate(app, as: "app-id option")
             options.appID = app
         }
         options.activityTypes = reader["activity-types"]?.stringArrayValue ?? []
@@ -63,7 +63,7 @@ public struct SuggestionOptions: Sendable, Equatable {
         var options = SuggestionOptions()
         options.limit = clamp(reader["limit"]?.uint32Value, default: defaultLimit, maximum: maximumLimit)
         if let app = reader["app-id"]?.stringValue {
-            try ReverseDNSName.validate(app, as: "app-id option")
+            try AppIDName.validate(app, as: "app-id option")
             options.appID = app
         }
         return options

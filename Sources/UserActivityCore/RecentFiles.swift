@@ -168,10 +168,17 @@ public enum RecentFiles {
 
     /// At most `limit` bytes of UTF-8, cut at a character boundary.
     static func truncated(_ text: String, to limit: Int) -> String {
-        guard text.utf8.count > limit else { return text }
+        text.prefix(utf8Bytes: limit)
+    }
+}
+
+extension String {
+    /// At most `limit` bytes of UTF-8, cut at a character boundary.
+    public func prefix(utf8Bytes limit: Int) -> String {
+        guard utf8.count > limit else { return self }
         var result = ""
         var bytes = 0
-        for character in text {
+        for character in self {
             let size = character.utf8.count
             if bytes + size > limit { break }
             result.append(character)

@@ -217,7 +217,7 @@ extension Interfaces {
                   outputs: [A("app_id", "s", "the app that took it")],
                   doc: "Continues a saved activity (a search result, a suggestion), as ContinueActivity with the saved app as publisher; it does not count a use. NotFound when there is no such saved activity or the caller may not see it (a confined caller sees only its own app's).")
             case .registerApplication:
-                M(name: "RegisterApplication", inputs: [A("app_id", "s", "desktop-file ID without .desktop of an installed app")], outputs: [],
+                M(name: "RegisterApplication", inputs: [A("app_id", "s", "desktop-file ID without .desktop of an installed app: reverse-DNS, or a legacy ID such as firefox-esr while its entry is installed")], outputs: [],
                   doc: "Names the app this connection acts for when a call names none (like the host portal registry); a later call replaces it. A confined caller naming another app gets AccessDenied; an app that is not installed, UnknownApplication.")
             case .registerHandler:
                 M(name: "RegisterHandler", inputs: [A("handler", "o", "object path where the caller implements org.example.UserActivity.Handler")], outputs: [],

@@ -19,7 +19,7 @@ extension UserActivityService {
         let entries = invocation.entries(1)
         withCaller(invocation) { [unowned self] identity in
             let patch = try ActivityPatch.parse(entries, allowsAppIDClaim: true)
-            if let claim = patch.appIDClaim { try ReverseDNSName.validate(claim, as: "app-id") }
+            if let claim = patch.appIDClaim { try AppIDName.validate(claim, as: "app-id", catalog: catalog) }
             try ReverseDNSName.validate(type, as: "activity type")
             let app = try identity.actingApp(claim: patch.appIDClaim, catalog: catalog)
             let now = scheduler.now
@@ -59,7 +59,7 @@ extension UserActivityService {
             withDefaults += entries
             if entries.contains(where: { $0.0 == "eligible-for-prediction" }) { withDefaults.removeFirst() }
             let patch = try ActivityPatch.parse(withDefaults, allowsAppIDClaim: true)
-            if let claim = patch.appIDClaim { try ReverseDNSName.validate(claim, as: "app-id") }
+            if let claim = patch.appIDClaim { try AppIDName.validate(claim, as: "app-id", catalog: catalog) }
             try ReverseDNSName.validate(type, as: "activity type")
             let app = try identity.actingApp(claim: patch.appIDClaim, catalog: catalog)
             try registry.requireDeclared(app: app, type: type)
@@ -210,7 +210,7 @@ extension UserActivityService {
     func forgetApplication(_ invocation: Invocation) {
         let app = invocation.string(0)
         asUnconfined(invocation) { [unowned self] in
-            try ReverseDNSName.validate(app, as: "app ID")
+            try AppIDName.validate(app, as: "app ID")
             let deleted = try saved.forget(app: app)
             recentFiles?.dropQueued { $0.appID == app }
             invocation.reply([.uint32(UInt32(clamping: deleted))])

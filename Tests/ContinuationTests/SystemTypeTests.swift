@@ -10,7 +10,7 @@ import TypedValues
 // test's temporary directory (TestSupport's LaunchRecorder); default handlers
 // set in mimeapps.list.
 
-private let browsingWeb = "org.example.UserActivity.browsing-web"
+let browsingWeb = "org.example.UserActivity.browsing-web"
 private let openDocument = "org.example.UserActivity.open-document"
 
 /// Desktop entries whose Exec runs TestSupport's `LaunchRecorder`.

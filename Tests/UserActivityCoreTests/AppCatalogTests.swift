@@ -216,6 +216,16 @@ func desktopEntry(_ lines: String..., type: String = "Application") -> String {
         #expect(catalog.warnings.contains { $0.contains("bad..type") && $0.contains("reverse-DNS") })
     }
 
+    @Test func legacyDesktopIDIsInstalledAsItsOwnTeamAndDeclaresNothing() throws {
+        let (catalog, _) = try catalog(["firefox-esr": desktopEntry(
+            "Name=Firefox ESR", "MimeType=text/html;x-scheme-handler/https;", "X-UserActivityTypes=firefox-esr.page;")])
+        let app = try #require(catalog.app("firefox-esr"))
+        #expect(app.team == "firefox-esr")
+        #expect(app.handlesScheme("https"))
+        #expect(app.declaredTypes.isEmpty, "activity types stay reverse-DNS, under a reverse-DNS team")
+        #expect(catalog.warnings.contains { $0.contains("firefox-esr") && $0.contains("not a reverse-DNS name") })
+    }
+
     @Test func liteEditionIsItsOwnTeam() throws {
         let (catalog, _) = try catalog([
             "com.example.Editor.Lite": desktopEntry("X-UserActivityTypes=com.example.Editor.view;com.example.open"),

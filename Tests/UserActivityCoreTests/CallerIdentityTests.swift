@@ -232,6 +232,19 @@ private let userSlice = "/user.slice/user-1000.slice/user@1000.service/app.slice
         #expect(ProcessIdentityProbe.unescape(#"a\x2db\x2Dc\xZZ\x2"#) == #"a-b-c\xZZ\x2"#)
     }
 
+    @Test func aBrowserWithALegacyDesktopIDIsFoundFromItsUnit() throws {
+        let withBrowsers = installed("firefox-esr", "chromium")
+        try process(30, cgroup: "0::\(userSlice)app-gnome-firefox\\x2desr-4242.scope\n")
+        #expect(probe.identify(pid: 30, catalog: withBrowsers) == ProcessIdentity(
+            confinement: .host, appID: "firefox-esr", source: "systemd unit app-gnome-firefox\\x2desr-4242.scope"))
+        // The same unit, its dash not escaped by the launcher.
+        try process(31, cgroup: "0::\(userSlice)app-gnome-firefox-esr-4243.scope\n")
+        #expect(probe.identify(pid: 31, catalog: withBrowsers).appID == "firefox-esr")
+        try process(32, cgroup: "0::\(userSlice)app-chromium-99.scope\n")
+        #expect(probe.identify(pid: 32, catalog: withBrowsers).appID == "chromium")
+        #expect(probe.identify(pid: 32, catalog: catalog).appID == nil, "not installed: no app")
+    }
+
     @Test func toolboxStyleFuseRoot() {
         let mountinfo = """
             22 1 0:21 / / rw,relatime - ext4 /dev/sda1 rw
@@ -271,7 +284,7 @@ private let userSlice = "/user.slice/user-1000.slice/user@1000.service/app.slice
         #expect(kind { _ = try c.actingApp(claim: "not an id", catalog: catalog) } == .invalidArgument)
         var h = host()
         #expect(kind { _ = try h.actingApp(claim: "", catalog: catalog) } == .invalidArgument)
-        #expect(kind { _ = try h.actingApp(claim: "1bad.id", catalog: catalog) } == .invalidArgument)
+        #expect(kind { _ = try h.actingApp(claim: "1bad id", catalog: catalog) } == .invalidArgument)
         #expect(h.claimedApps.isEmpty)
     }
 
@@ -352,7 +365,8 @@ private let userSlice = "/user.slice/user-1000.slice/user@1000.service/app.slice
 
     @Test func registerRules() throws {
         var h = host()
-        #expect(kind { try h.register(app: "bad", catalog: catalog) } == .invalidArgument)
+        #expect(kind { try h.register(app: "bad id", catalog: catalog) } == .invalidArgument)
+        #expect(kind { try h.register(app: "bad", catalog: catalog) } == .unknownApplication, "a legacy ID that is not installed")
         #expect(kind { try h.register(app: "org.example.Missing", catalog: catalog) } == .unknownApplication)
         #expect(h.registeredApp == nil)
         try h.register(app: "com.example.Editor", catalog: catalog)
@@ -362,7 +376,7 @@ private let userSlice = "/user.slice/user-1000.slice/user@1000.service/app.slice
 
         var c = confined("com.example.Editor")
         #expect(kind { try c.register(app: "com.example.Viewer", catalog: catalog) } == .accessDenied)
-        #expect(kind { try c.register(app: "no", catalog: catalog) } == .invalidArgument)
+        #expect(kind { try c.register(app: "no/", catalog: catalog) } == .invalidArgument)
         try c.register(app: "com.example.Editor", catalog: catalog)
         #expect(c.registeredApp == "com.example.Editor")
 
@@ -402,5 +416,72 @@ private let userSlice = "/user.slice/user-1000.slice/user@1000.service/app.slice
         #expect(confined("com.example.Editor").visibleApp() == "com.example.Editor")
         #expect(confined(nil).visibleApp() == "", "an unknown sandbox sees nothing, not everything")
         #expect(confined(nil).isConfined && !host().isConfined)
+    }
+
+    // MARK: Legacy desktop IDs
+
+    private let withLegacy = installed("com.example.Editor", "firefox-esr", "chromium")
+
+    @Test func installedLegacyIDsActLikeAppIDs() throws {
+        var h = host()
+        #expect(try h.actingApp(claim: "firefox-esr", catalog: withLegacy) == "firefox-esr")
+        #expect(h.mayActFor(app: "firefox-esr"))
+        try h.register(app: "chromium", catalog: withLegacy)
+        #expect(try h.actingApp(claim: nil, catalog: withLegacy) == "chromium")
+
+        var unit = host(unitApp: "firefox-esr")
+        #expect(try unit.actingApp(claim: nil, catalog: withLegacy) == "firefox-esr")
+
+        var c = confined("chromium", .snap)
+        #expect(try c.actingApp(claim: "chromium", catalog: withLegacy) == "chromium")
+        #expect(kind { _ = try c.actingApp(claim: "firefox-esr", catalog: withLegacy) } == .accessDenied)
+    }
+
+    @Test func legacyIDsThatAreNotInstalledAreUnknown() {
+        var h = host()
+        #expect(kind { _ = try h.actingApp(claim: "vlc", catalog: withLegacy) } == .unknownApplication)
+        #expect(kind { try h.register(app: "libreoffice-writer", catalog: withLegacy) } == .unknownApplication)
+        #expect(h.claimedApps.isEmpty)
+        for malformed in ["", "firefox esr", "firefox..esr", ".chromium", "chromium.", "chr\u{f6}mium", String(repeating: "a", count: 256)] {
+            #expect(kind { _ = try h.actingApp(claim: malformed, catalog: withLegacy) } == .invalidArgument, "\(malformed)")
+        }
+    }
+}
+
+@Suite struct AppIDNameTests {
+    @Test(arguments: ["firefox-esr", "chromium", "vlc", "libreoffice-writer", "1password", "a_b", "org.gnome.Epiphany", "kde4-kate.x"])
+    func wellFormed(id: String) {
+        #expect(AppIDName.isWellFormed(id))
+    }
+
+    @Test(arguments: ["", "a b", "a..b", ".a", "a.", "a/b", "é", "firefox-esr.desktop\n", String(repeating: "x", count: 256)])
+    func malformed(id: String) {
+        #expect(!AppIDName.isWellFormed(id))
+        #expect(throws: UserActivityError.self) { try AppIDName.validate(id, as: "app ID") }
+    }
+
+    @Test func everyReverseDNSNameIsAWellFormedAppID() {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array("aZ09_-.é /")
+        for _ in 0..<2_000 {
+            let name = String((0..<Int.random(in: 0...12, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! })
+            if ReverseDNSName.isValid(name) { #expect(AppIDName.isWellFormed(name), "\(name)") }
+            if AppIDName.isWellFormed(name) {
+                #expect(!name.isEmpty && !name.contains(" ") && !name.contains("/") && !name.contains("é"), "\(name)")
+            }
+        }
+    }
+
+    @Test func onlyAnInstalledLegacyIDPasses() throws {
+        let catalog = installed("firefox-esr")
+        try AppIDName.validate("firefox-esr", as: "app ID", catalog: catalog)
+        try AppIDName.validate("org.example.NotInstalled", as: "app ID", catalog: catalog)
+        do {
+            try AppIDName.validate("chromium", as: "app ID", catalog: catalog)
+            Issue.record("expected UnknownApplication")
+        } catch {
+            #expect(error.kind == .unknownApplication)
+            #expect(error.message.contains("chromium.desktop"))
+        }
     }
 }

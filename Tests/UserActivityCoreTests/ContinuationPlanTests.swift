@@ -124,10 +124,12 @@ private func kind(_ body: () throws -> Any) -> UserActivityError.Kind? {
         #expect(options.platformData.map(\.1) == [.string("a"), .string("d")])
     }
 
-    @Test func refusals() {
+    @Test func refusals() throws {
         #expect(kind { try ContinuationOptions.parse([("timeout", .uint32(1))], method: "m") } == .invalidArgument)
         #expect(kind { try ContinuationOptions.parse([("timeout-ms", .int32(1))], method: "m") } == .invalidArgument)
-        #expect(kind { try ContinuationOptions.parse([("target-app-id", .string("nodots"))], method: "m") } == .invalidArgument)
+        #expect(kind { try ContinuationOptions.parse([("target-app-id", .string("no dots"))], method: "m") } == .invalidArgument)
+        #expect(try ContinuationOptions.parse([("target-app-id", .string("chromium"))], method: "m").targetAppID == "chromium",
+                "a legacy desktop ID; whether it is installed is the planner's question")
     }
 
     /// Only an activity from outside (another device) has no live origin here to stream with.
@@ -262,7 +264,9 @@ private func kind(_ body: () throws -> Any) -> UserActivityError.Kind? {
         ], limits: .standard)
         #expect(Set((keyed.dictionary.stringVariantEntries ?? []).map(\.0)) == ["title", "user-info", "keywords", "eligible-for-handoff"])
         #expect(kind { try ContinuationPayload.fromOutside(type: type, entries: [("nope", .string(""))], limits: .standard) } == .invalidArgument)
-        #expect(kind { try ContinuationPayload.fromOutside(type: type, entries: [("app-id", .string("x"))], limits: .standard) } == .invalidArgument)
+        #expect(kind { try ContinuationPayload.fromOutside(type: type, entries: [("app-id", .string("x y"))], limits: .standard) } == .invalidArgument)
+        // Another device's publisher may be a legacy desktop ID not installed here (its page then opens in the default browser).
+        #expect(try ContinuationPayload.fromOutside(type: type, entries: [("app-id", .string("chromium"))], limits: .standard).publisher == "chromium")
         #expect(kind {
             try ContinuationPayload.fromOutside(type: type, entries: [("required-user-info-keys", .stringArray(["k"]))], limits: .standard)
         } == .missingRequiredUserInfoKeys)

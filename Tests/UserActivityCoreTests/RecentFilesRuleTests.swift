@@ -25,6 +25,18 @@ import TypedValues
         #expect(InstalledApp.execProgram("\"/opt/My App/app\" %f") == "app")
     }
 
+    @Test func matchesLegacyDesktopIDs() {
+        let catalog = AppCatalog(apps: [
+            InstalledApp(id: "libreoffice-writer", desktopFilePath: "/a/libreoffice-writer.desktop", name: "LibreOffice Writer",
+                         team: "libreoffice-writer", execProgram: "libreoffice"),
+            InstalledApp(id: "vlc", desktopFilePath: "/a/vlc.desktop", name: "VLC media player", team: "vlc", execProgram: "vlc"),
+        ])
+        let matcher = RecentAppMatcher(catalog: catalog)
+        #expect(matcher.match(name: "vlc", exec: "") == "vlc", "by ID")
+        #expect(matcher.match(name: "LibreOffice", exec: "'libreoffice --writer %U'") == "libreoffice-writer", "by Exec")
+        #expect(matcher.match(name: "LibreOffice Writer", exec: "") == "libreoffice-writer", "by Name=")
+    }
+
     @Test func skipsPrivateHiddenAndTmp() {
         #expect(RecentFiles.skipReason(RecentFileEntry(uri: "file:///home/u/a.txt", isPrivate: true)) == "private")
         #expect(RecentFiles.skipReason(RecentFileEntry(uri: "file:///home/u/.config/a.txt")) == "hidden")

@@ -51,6 +51,20 @@ private func kind(_ body: () throws -> Any) -> UserActivityError.Kind? {
         #expect(kind { try plan(web, properties(), publisher: "com.example.Browser") } == .invalidArgument)
     }
 
+    @Test func browsingWebOfALegacyDesktopIDGoesToThatBrowserWhenInstalled() throws {
+        let url = "https://example.com/x"
+        let catalog = AppCatalog(apps: [app("chromium", mime: ["x-scheme-handler/https"]), app("firefox-esr", mime: ["x-scheme-handler/https"])])
+        func plan(publisher: String?, target: String? = nil) throws -> ContinuationTarget {
+            try ContinuationPlanner.plan(type: web, publisher: publisher, properties: properties(url: url), targetAppID: target,
+                                         catalog: catalog, hasHandler: { _ in false }, fileExists: { _ in true })
+        }
+        #expect(try plan(publisher: "chromium") == .launchWithURI(id: "chromium", desktopFilePath: "/apps/chromium.desktop", uri: url))
+        #expect(try plan(publisher: "chromium", target: "firefox-esr")
+                == .launchWithURI(id: "firefox-esr", desktopFilePath: "/apps/firefox-esr.desktop", uri: url))
+        #expect(try plan(publisher: "epiphany") == .webpage(url: url), "a browser not installed here: the default browser")
+        #expect(kind { try plan(publisher: "chromium", target: "epiphany") } == .unknownApplication)
+    }
+
     @Test func openDocumentGoesToThePublisherTakingURIsElseTheTypesDefault() throws {
         let uri = "file:///home/u/a%20b.txt"
         let p = properties(uri: .string(uri), mime: "text/plain")

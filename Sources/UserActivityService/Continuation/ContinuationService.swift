@@ -196,7 +196,7 @@ final class ContinuationService {
         let app = invocation.string(1)
         context.withCaller(invocation) { [unowned self] identity in
             let (id, origin) = try handoffOrigin(invocation, identity)
-            try ReverseDNSName.validate(app, as: "by_app_id")
+            try AppIDName.validate(app, as: "by_app_id")
             try finish(invocation, Changes(continued: [.init(activityID: id, ownerApp: origin.appID, byApp: app)]))
         }
     }

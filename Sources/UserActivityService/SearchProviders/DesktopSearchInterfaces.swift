@@ -55,7 +55,7 @@ enum DesktopSearchInterfaces {
                 bytes.append(byte)
             }
         }
-        guard let app = String(validating: bytes, as: UTF8.self), ReverseDNSName.isValid(app),
+        guard let app = String(validating: bytes, as: UTF8.self), AppIDName.isWellFormed(app),
               perAppProviderPath(app: app) == path else { return nil }
         return app
     }
