@@ -48,8 +48,10 @@ public enum PairingEvent: Sendable, Equatable {
     case refused(peer: String)
     /// Nobody answered within the timeout.
     case timedOut(peer: String)
-    /// Cancelled here or by the peer, or its link went away.
+    /// Cancelled here or by the peer.
     case cancelled(peer: String)
+    /// The peer's link closed before both answered: the device went away.
+    case wentAway(peer: String)
 }
 
 /// Pairing rules: one at a time, requests from peers only while
@@ -105,6 +107,13 @@ public struct PairingMachine: Sendable {
         guard current?.peer == peer else { return nil }
         current = nil
         return .cancelled(peer: peer)
+    }
+
+    /// The peer's link closed while the attempt was open.
+    public mutating func peerWentAway(_ peer: String) -> PairingEvent? {
+        guard current?.peer == peer else { return nil }
+        current = nil
+        return .wentAway(peer: peer)
     }
 
     /// Ends an attempt past its deadline (call on a timer).

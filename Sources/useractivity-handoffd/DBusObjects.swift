@@ -24,7 +24,15 @@ extension HandoffDaemon {
 
     /// Every message passes here first (the service's and the notification server's signals).
     func filter(_ message: Message) -> Bool {
-        if message.kind == .signal, message.member == "NameOwnerChanged", let arguments = try? message.arguments(),
+        if message.kind == .signal, message.interface == "org.freedesktop.DBus.Local", message.member == "Disconnected" {
+            // The session is ending: nobody is left to serve, and the other devices must see this one go.
+            log.notice("the session bus went away; stopping")
+            for link in links { link.close(reason: "this device lost its session bus") }
+            loop.quit()
+            return false
+        }
+        if message.kind == .signal, message.member == "NameOwnerChanged", message.sender == "org.freedesktop.DBus",
+           let arguments = try? message.arguments(),
            arguments.count == 3, let name = arguments[0].stringValue, name.hasPrefix(":"), arguments[2].stringValue == "" {
             confinedCallers[name] = nil
             if agent?.sender == name { agent = nil }

@@ -106,6 +106,8 @@ final class HandoffDaemon {
     var activitySource: ActivitySource?
     var advertised: LocalActivity?
     var catalog = AppCatalog()
+    /// Re-reads the catalog when apps are installed or removed, as useractivityd does.
+    var catalogMonitor: DirectoryMonitor?
     var notifier: Notifier?
     /// DNS-SD publishing, when a discovery module is plugged in.
     var discovery: DiscoveryPublisher?
@@ -140,8 +142,22 @@ final class HandoffDaemon {
             device.tellUnpair = known.tellUnpair
             devices[known.id] = device
         }
-        catalog = AppCatalog.load(applicationDirectories: AppCatalog.applicationDirectories(environment: environment),
-                                  loadKeyFile: { path -> (any KeyFileReading)? in GLibKeyFile.load(path: path) })
+        catalog = Self.loadCatalog(environment: environment)
+    }
+
+    static func loadCatalog(environment: [String: String]) -> AppCatalog {
+        AppCatalog.load(applicationDirectories: AppCatalog.applicationDirectories(environment: environment),
+                        loadKeyFile: { path -> (any KeyFileReading)? in GLibKeyFile.load(path: path) })
+    }
+
+    /// Apps were installed or removed here: whether a shown advert can be continued may have changed.
+    func reloadCatalog() {
+        catalog = Self.loadCatalog(environment: environment)
+        for device in devices.values where device.remoteActivity != nil {
+            let before = device.currentActivity["continuable"]
+            showAdvert(on: device)
+            if device.currentActivity["continuable"] != before { emitDeviceChanged(device, ["CurrentActivity"]) }
+        }
     }
 
     // MARK: Starting and stopping
@@ -156,6 +172,9 @@ final class HandoffDaemon {
             log.info("no system bus (\(error)): logind's lock state is not read")
         }
         try bus.addFilter { [weak self] message in self?.filter(message) ?? false }
+        catalogMonitor = DirectoryMonitor(directories: AppCatalog.applicationDirectories(environment: environment)) { [weak self] in
+            self?.reloadCatalog()
+        }
         // Callers that leave are dropped from the confinement cache (and a departed agent is forgotten).
         try bus.addMatch("type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg2=''")
         try bus.registerFallback(path: HandoffInterfaces.managerPath) { [weak self] message in
@@ -329,7 +348,7 @@ final class HandoffDaemon {
         for (_, completion) in device.fetches { completion(.failure(HandoffError("ConnectionUnavailable", "\(device.name) went away: \(reason)"))) }
         device.fetches.removeAll()
         device.fetchDeadlines.removeAll()
-        if let event = pairing.cancel(peer: device.id) { finishPairing(event) }
+        if let event = pairing.peerWentAway(device.id) { finishPairing(event, reason: reason) }
         device.remoteActivity = nil
         device.currentActivity = [:]
         notifier?.withdraw(device.id)
@@ -512,7 +531,7 @@ final class HandoffDaemon {
     func finishPairing(_ event: PairingEvent, reason: String? = nil) {
         let peer: String
         switch event {
-        case .paired(let id), .refused(let id), .timedOut(let id), .cancelled(let id): peer = id
+        case .paired(let id), .refused(let id), .timedOut(let id), .cancelled(let id), .wentAway(let id): peer = id
         }
         guard let device = devices[peer] else { return }
         if device.agentAsked, let agent {
@@ -541,6 +560,8 @@ final class HandoffDaemon {
             if let call { reply(call, error: HandoffError("PairingRefused", "nobody confirmed the pairing with \(device.name) in time")) }
         case .cancelled:
             if let call { reply(call, error: HandoffError("PairingRefused", "the pairing with \(device.name) was cancelled")) }
+        case .wentAway:
+            if let call { reply(call, error: HandoffError("ConnectionUnavailable", "\(device.name) went away during the pairing\(reason.map { ": \($0)" } ?? "")")) }
         }
     }
 
@@ -584,17 +605,7 @@ final class HandoffDaemon {
         guard let device = devices[link.peerDeviceID], device.paired else { return }
         let activity = AdvertDecision.activity(from: frame)
         device.remoteActivity = activity
-        var continuable = false
-        if let activity {
-            continuable = !activity.webpageURL.isEmpty || isContinuableHere(activity)
-            device.currentActivity = [
-                "activity-type": .string(activity.activityType), "app-id": .string(activity.appID),
-                "title": .string(activity.title), "webpage-url": .string(activity.webpageURL),
-                "timestamp": .int64(activity.timestamp), "continuable": .boolean(continuable),
-            ]
-        } else {
-            device.currentActivity = [:]
-        }
+        let continuable = showAdvert(on: device)
         // The signal before the notification: the bus routes what it gets in order.
         emitDeviceChanged(device, ["CurrentActivity"])
         if let activity, continuable && state.notifyContinuable {
@@ -607,6 +618,22 @@ final class HandoffDaemon {
         } else {
             notifier?.withdraw(device.id)
         }
+    }
+
+    /// Sets the device's CurrentActivity from its advert, with whether it can be continued here.
+    @discardableResult
+    func showAdvert(on device: Device) -> Bool {
+        guard let activity = device.remoteActivity else {
+            device.currentActivity = [:]
+            return false
+        }
+        let continuable = !activity.webpageURL.isEmpty || isContinuableHere(activity)
+        device.currentActivity = [
+            "activity-type": .string(activity.activityType), "app-id": .string(activity.appID),
+            "title": .string(activity.title), "webpage-url": .string(activity.webpageURL),
+            "timestamp": .int64(activity.timestamp), "continuable": .boolean(continuable),
+        ]
+        return continuable
     }
 
     /// An installed app declares the type within the publisher's team.
@@ -684,6 +711,8 @@ final class HandoffDaemon {
                                                  "message": .string("the activity is larger than a handoff frame may be (\(FrameCodec.pairedLimit / 1024) KiB)")]))
                     }
                 case .failure(let error):
+                    // Without its session bus this device is going away, not failing to provide the activity.
+                    guard self.bus.isConnected else { return link.close(reason: "this device lost its session bus") }
                     link.send(Frame(.error, ["request": .uint32(request), "name": .string(error.name), "message": .string(error.message)]))
                 }
             }

@@ -11,7 +11,10 @@ final class Notifier {
     static let path = "/org/freedesktop/Notifications"
     private let bus: Connection
     private let log: Logger
-    private(set) var isAvailable = false
+    /// The notification server's unique name: only its signals answer for
+    /// the person (anyone on the bus may send `ActionInvoked`).
+    private var serverOwner = ""
+    var isAvailable: Bool { !serverOwner.isEmpty }
     /// Notification id → what its actions do.
     private var actions: [UInt32: (String) -> Void] = [:]
     /// Device id → its "Continue" notification.
@@ -25,17 +28,17 @@ final class Notifier {
     func start() throws {
         try bus.addMatch("type='signal',interface='\(Self.name)'")
         try bus.addMatch("type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(Self.name)'")
-        isAvailable = (try? bus.callBus("NameHasOwner", [.string(Self.name)]).first) == .boolean(true)
+        serverOwner = (try? bus.callBus("GetNameOwner", [.string(Self.name)]).first?.stringValue) ?? ""
     }
 
     func handle(_ message: Message) -> Bool {
         guard message.kind == .signal else { return false }
-        if message.member == "NameOwnerChanged", let arguments = try? message.arguments(), arguments.count == 3,
-           arguments[0].stringValue == Self.name {
-            isAvailable = !(arguments[2].stringValue ?? "").isEmpty
+        if message.member == "NameOwnerChanged", message.sender == "org.freedesktop.DBus", let arguments = try? message.arguments(),
+           arguments.count == 3, arguments[0].stringValue == Self.name {
+            serverOwner = arguments[2].stringValue ?? ""
             return false
         }
-        guard message.interface == Self.name, let arguments = try? message.arguments(),
+        guard message.interface == Self.name, !serverOwner.isEmpty, message.sender == serverOwner, let arguments = try? message.arguments(),
               let id = arguments.first?.uint32Value else { return false }
         if message.member == "ActionInvoked", let key = arguments.dropFirst().first?.stringValue {
             actions.removeValue(forKey: id)?(key)

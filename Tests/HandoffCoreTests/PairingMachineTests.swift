@@ -41,6 +41,16 @@ import Testing
         _ = try machine.start(peer: "q", code: "2", initiatedLocally: false, discoverable: true, now: 0)
     }
 
+    @Test func aPeerThatGoesAwayIsNotARefusal() throws {
+        var machine = PairingMachine()
+        _ = try machine.start(peer: "p", code: "1", initiatedLocally: true, discoverable: false, now: 0)
+        #expect(machine.answerLocally(peer: "p", accepted: true, now: 0) == nil)
+        #expect(machine.peerWentAway("q") == nil)
+        #expect(machine.peerWentAway("p") == .wentAway(peer: "p"))
+        #expect(machine.current == nil)
+        #expect(machine.answerRemotely(peer: "p", accepted: true, now: 0) == nil)
+    }
+
     @Test func timesOutOnTheInjectedClock() throws {
         var machine = PairingMachine(timeoutSeconds: 30)
         _ = try machine.start(peer: "p", code: "1", initiatedLocally: true, discoverable: false, now: clock.nowMicroseconds)

@@ -127,12 +127,7 @@ struct PairingTests {
         let agentA = try stacks.a.startSilentAgent()
         let agentB = try stacks.b.startSilentAgent()
         let path = try stacks.link()
-        let caller = try Connection.bus(address: stacks.a.bus.address)
-        defer { caller.close() }
-        let outcome = BackgroundCall {
-            _ = try caller.call(try Message.methodCall(destination: HO.busName, path: path, interface: HO.device, member: "Pair", arguments: []),
-                                timeoutMilliseconds: 60_000)
-        }
+        let outcome = try stacks.a.callInBackground(path, HO.device, "Pair")
         #expect(try agentA.readLine(timeout: 30)?.hasPrefix("REQUEST ") == true)
         #expect(try agentB.readLine(timeout: 30)?.hasPrefix("REQUEST ") == true)
         _ = try stacks.a.call(HO.busName, path, HO.device, "CancelPairing")
@@ -140,6 +135,20 @@ struct PairingTests {
         #expect(outcome.value == "org.example.UserActivity.Error.PairingRefused")
         #expect(try agentA.readLine(timeout: 30) == "CANCEL")
         #expect(try agentB.readLine(timeout: 30) == "CANCEL", "\(stacks.logs)")
+        #expect(try stacks.a.deviceProperties(path)["Paired"] == .boolean(false))
+    }
+
+    @Test func aDeviceThatGoesAwayDuringPairIsConnectionUnavailable() throws {
+        let stacks = try TwoStacks()
+        _ = try stacks.a.startAgent(accept: true)
+        let agentB = try stacks.b.startSilentAgent()
+        let path = try stacks.link()
+        let outcome = try stacks.a.callInBackground(path, HO.device, "Pair")
+        #expect(try agentB.readLine(timeout: 30)?.hasPrefix("REQUEST ") == true)
+        // Nobody answered on B; its daemon is killed: the device went away.
+        stacks.b.killHandoffd()
+        #expect(waitUntil(timeout: 30) { outcome.value != nil })
+        #expect(outcome.value == "org.example.UserActivity.Error.ConnectionUnavailable", "\(stacks.logs)")
         #expect(try stacks.a.deviceProperties(path)["Paired"] == .boolean(false))
     }
 
