@@ -85,8 +85,11 @@ let package = Package(
 
         // Test helpers: private dbus-daemon, child processes, fixture apps, a bus client.
         .target(name: "TestSupport", dependencies: ["DBusKit", "TypedValues"], path: "Tests/TestSupport", exclude: ["README.md"]),
+        // Seeded generators and parser properties, shared by the hardening tests,
+        // the store tests, the libFuzzer harnesses (Fuzz/, symlinked) and the benchmarks.
+        .target(name: "FuzzGenerators", dependencies: ["TypedValues", "UserActivityCore", "ActivityStore"], path: "Tests/FuzzGenerators"),
         .testTarget(name: "UserActivityCoreTests", dependencies: ["UserActivityCore", "TypedValues", "GLibSupport"]),
-        .testTarget(name: "ActivityStoreTests", dependencies: ["ActivityStore", "TypedValues"]),
+        .testTarget(name: "ActivityStoreTests", dependencies: ["ActivityStore", "TypedValues", "FuzzGenerators"]),
         .testTarget(name: "GLibSupportTests", dependencies: ["GLibSupport", "CGLib", "DBusKit", "TestSupport"]),
         .testTarget(name: "DBusDispatchTests", dependencies: [
             "UserActivityService", "UserActivityInterfaces", "DBusKit", "GLibSupport", "TestSupport", "TypedValues", "ActivityStore",
@@ -102,7 +105,7 @@ let package = Package(
         // Real sandboxes: bwrap + xdg-dbus-proxy (Flatpak) and snap cgroups, around the built daemon.
         .testTarget(name: "SandboxTests", dependencies: ["TestSupport"]),
         .testTarget(name: "DiscoveryTests", dependencies: ["TestSupport", "HandoffDiscovery", "TypedValues", "DBusKit"]),
-        .testTarget(name: "HardeningTests", dependencies: ["TestSupport", "DBusKit", "TypedValues", "UserActivityCore", "UserActivityService", "UserActivityInterfaces", "GLibSupport", "ActivityStore", "UserActivity"]),
+        .testTarget(name: "HardeningTests", dependencies: ["TestSupport", "DBusKit", "TypedValues", "UserActivityCore", "UserActivityService", "UserActivityInterfaces", "GLibSupport", "ActivityStore", "UserActivity", "FuzzGenerators"]),
         .testTarget(name: "HandoffCoreTests", dependencies: ["HandoffCore", "TypedValues"]),
         .testTarget(name: "HandoffTests", dependencies: ["TestSupport", "DBusKit", "TypedValues"]),
     ],

@@ -136,16 +136,6 @@ public final class Message: @unchecked Sendable {
     /// How much of an error reply's text is kept (bytes of UTF-8).
     public static let maximumErrorTextBytes = 4096
 
-    /// Every argument of the body with each Unix file descriptor in it, at
-    /// any depth, closed (and given as -1): for code that takes no descriptor
-    /// from this message. libdbus hands out a `dup()` of each one it reads.
-    public func argumentsClosingFileDescriptors() throws(DBusFailure) -> [TypedValue] {
-        let values = try arguments()
-        guard carriesFileDescriptors else { return values }
-        TypedValue.closeFileDescriptors(in: values)
-        return values.map { $0.replacingFileDescriptors() }
-    }
-
     /// Decodes every argument of the body, with libdbus's iterators.
     public func arguments() throws(DBusFailure) -> [TypedValue] {
         var iterator = DBusMessageIter()

@@ -106,7 +106,6 @@ enum HandoffInterfaces {
 
     static func servedXML(for path: String, children: [String]) -> String {
         var out = StandardInterfacesXML.doctype + "<node>\n"
-        out += StandardInterfacesXML.doctype.isEmpty ? "" : ""
         out += StandardInterfacesXML.peer + StandardInterfacesXML.introspectable + StandardInterfacesXML.properties
         if path == managerPath {
             out += StandardInterfacesXML.objectManager
