@@ -88,11 +88,14 @@ let package = Package(
         // Seeded generators and parser properties, shared by the hardening tests,
         // the store tests, the libFuzzer harnesses (Fuzz/, symlinked) and the benchmarks.
         .target(name: "FuzzGenerators", dependencies: ["TypedValues", "UserActivityCore", "ActivityStore"], path: "Tests/FuzzGenerators"),
+        // Time moved by hand for tests (ManualScheduler), kept out of the product library.
+        .target(name: "SchedulerTestSupport", dependencies: ["GLibSupport", "DBusKit"], path: "Tests/SchedulerTestSupport"),
         .testTarget(name: "UserActivityCoreTests", dependencies: ["UserActivityCore", "TypedValues", "GLibSupport"]),
         .testTarget(name: "ActivityStoreTests", dependencies: ["ActivityStore", "TypedValues", "FuzzGenerators"]),
-        .testTarget(name: "GLibSupportTests", dependencies: ["GLibSupport", "CGLib", "DBusKit", "TestSupport"]),
+        .testTarget(name: "GLibSupportTests", dependencies: ["GLibSupport", "CGLib", "DBusKit", "TestSupport", "SchedulerTestSupport"]),
         .testTarget(name: "DBusDispatchTests", dependencies: [
             "UserActivityService", "UserActivityInterfaces", "DBusKit", "GLibSupport", "TestSupport", "TypedValues", "ActivityStore",
+            "SchedulerTestSupport",
         ]),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "DBusKit", "TypedValues"]),
         .testTarget(name: "UserActivityTests", dependencies: ["UserActivity", "TestSupport", "DBusKit", "TypedValues"]),

@@ -1,18 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
 
-/// Time for timeouts and keepalives, behind a seam so tests drive it.
-public protocol HandoffClock: AnyObject {
-    /// Monotonic microseconds.
-    var nowMicroseconds: Int64 { get }
-}
-
-/// A clock tests advance by hand.
-public final class ManualClock: HandoffClock, @unchecked Sendable {
-    public var nowMicroseconds: Int64
-    public init(_ start: Int64 = 1_000_000) { nowMicroseconds = start }
-    public func advance(seconds: Double) { nowMicroseconds += Int64(seconds * 1_000_000) }
-}
-
 /// One pairing in progress.
 public struct PairingAttempt: Sendable, Equatable {
     public var peer: String
@@ -55,7 +42,8 @@ public enum PairingEvent: Sendable, Equatable {
 }
 
 /// Pairing rules: one at a time, requests from peers only while
-/// Discoverable, rate-limited, a deadline on an injected clock.
+/// Discoverable, rate-limited, a deadline on the caller's clock (every
+/// method takes `now`, monotonic microseconds).
 public struct PairingMachine: Sendable {
     public private(set) var current: PairingAttempt?
     public let timeoutMicroseconds: Int64

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-import CGLib
+import GLibSupport
 import DBusKit
 import HandoffCore
 import Logging
@@ -169,6 +169,8 @@ final class ActivitySource {
     private let bus: Connection
     private let log: Logger
     private let changed: () -> Void
+    /// The advert's timestamp is when the activity became current, on the wall clock.
+    private let scheduler: Scheduler
     let lock: SessionLockMonitor
     private(set) var current: LocalActivity?
     private(set) var conditions = AdvertConditions()
@@ -182,8 +184,9 @@ final class ActivitySource {
     /// ``advertFields`` of each live activity, by object path.
     private var activities: [String: [String: TypedValue]] = [:]
 
-    init(bus: Connection, log: Logger, lock: SessionLockMonitor? = nil, changed: @escaping () -> Void) {
+    init(bus: Connection, log: Logger, scheduler: Scheduler, lock: SessionLockMonitor? = nil, changed: @escaping () -> Void) {
         self.bus = bus
+        self.scheduler = scheduler
         self.log = log
         self.lock = lock ?? ScreenSaverLockMonitor(bus: bus)
         self.changed = changed
@@ -348,7 +351,7 @@ final class ActivitySource {
         next.blockedActivityTypes = manager["BlockedActivityTypes"]?.stringArray ?? []
         next.sessionLocked = lock.isLocked
         conditions = next
-        if path != currentPath { currentSince = Int64(g_get_real_time()) }
+        if path != currentPath { currentSince = scheduler.now }
         currentPath = path
         if path == "/" || properties.isEmpty {
             current = nil

@@ -166,7 +166,7 @@ extension HandoffDaemon {
             republish()
             for device in devices.values where device.reachable { if let link = device.link { sendHello(on: link) } }
         case ("Discoverable", .boolean(let on)):
-            discoverableWindow.set(on, now: clock.nowMicroseconds)
+            discoverableWindow.set(on, now: now)
             republish()
             emitManagerChanged(["Discoverable"])
         case ("DiscoverableTimeout", .uint32(let seconds)):

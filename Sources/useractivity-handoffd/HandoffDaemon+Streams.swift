@@ -16,7 +16,7 @@ extension HandoffDaemon {
         guard case .boolean(true)? = properties.stringVariantEntries?.first(where: { $0.0 == "supports-continuation-streams" })?.1 else {
             return nil
         }
-        return streams.register(device: device.id, activityID: activityID, now: clock.nowMicroseconds)
+        return streams.register(device: device.id, activityID: activityID, now: now)
     }
 
     /// The other device fetched the activity but could not continue it: it
@@ -33,7 +33,7 @@ extension HandoffDaemon {
             link.close(reason: "\(link.address) sent a malformed \(frame.kind) frame: disconnected")
             return
         }
-        let valid = streams.received(message, on: link, device: device.id, now: clock.nowMicroseconds) { [weak self] activityID, completion in
+        let valid = streams.received(message, on: link, device: device.id, now: now) { [weak self] activityID, completion in
             guard let source = self?.activitySource else {
                 return completion(.failure(HandoffError("ContinuationFailed", "useractivityd is not reachable")))
             }
@@ -56,7 +56,7 @@ extension HandoffDaemon {
         let failure = streams.opened(relayPath: path, fd: fd, link: { [weak self] id in
             guard let device = self?.devices[id], device.paired, device.reachable else { return nil }
             return device.link
-        }, now: clock.nowMicroseconds)
+        }, now: now)
         if let failure { reply(message, error: failure) } else { reply(message) }
         return true
     }

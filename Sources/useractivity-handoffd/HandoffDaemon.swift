@@ -10,11 +10,6 @@ import Logging
 import TypedValues
 import UserActivityCore
 
-/// The GLib main loop's clock.
-final class MonotonicClock: HandoffClock {
-    var nowMicroseconds: Int64 { Int64(g_get_monotonic_time()) }
-}
-
 /// A D-Bus error a handler answers with.
 struct HandoffError: Error {
     let name: String
@@ -75,7 +70,6 @@ final class HandoffDaemon {
     let bus: Connection
     let loop: MainLoop
     let log: Logger
-    let clock: HandoffClock
     let directory: StateDirectory
     let listenHost: String
     let listenPort: UInt16
@@ -95,10 +89,16 @@ final class HandoffDaemon {
     var linkSerial = 0
     /// AddPeer calls waiting for the key of the device at an address.
     var pendingAddPeer: [(link: PeerLink, call: Message)] = []
-    /// The next of the once-a-second checks (expiries, reconnects).
+    /// The next check of deadlines (pairing, fetches, keepalives, the
+    /// discoverable window, reconnects), armed only while one is pending:
+    /// with nothing to do, the daemon does not wake up.
     var ticker: ScheduledWork?
-    /// Times the ticker (GLib's timeout sources on the loop unless given).
+    /// When ``ticker`` fires (monotonic µs).
+    var tickerDue = Int64.max
+    /// The one clock and timer source (GLib's on the loop unless given).
     let scheduler: Scheduler
+    /// Monotonic microseconds, for every interval and deadline here.
+    var now: Int64 { scheduler.monotonic }
     var requestSerial: UInt32 = 0
     let keepaliveSeconds: Int64
     var discoverableWindow = DiscoverableWindow()
@@ -118,12 +118,11 @@ final class HandoffDaemon {
     lazy var streams = StreamRelay(loop: loop, log: log)
 
     init(bus: Connection, loop: MainLoop, log: Logger, directory: StateDirectory, listen: String,
-         environment: [String: String], clock: HandoffClock = MonotonicClock(), scheduler: Scheduler? = nil) throws {
+         environment: [String: String], scheduler: Scheduler? = nil) throws {
         self.bus = bus
         self.loop = loop
         self.scheduler = scheduler ?? GLibScheduler(loop: loop)
         self.log = log
-        self.clock = clock
         self.directory = directory
         self.environment = environment
         let parts = listen.split(separator: ":")
@@ -178,13 +177,15 @@ final class HandoffDaemon {
         // Callers that leave are dropped from the confinement cache (and a departed agent is forgotten).
         try bus.addMatch("type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg2=''")
         try bus.registerFallback(path: HandoffInterfaces.managerPath) { [weak self] message in
-            self?.route(message) ?? false
+            guard let self else { return false }
+            defer { self.rescheduleTick() }
+            return self.route(message)
         }
         var locks: [SessionLockMonitor] = [ScreenSaverLockMonitor(bus: bus)]
         if let system = systemBus {
             locks.append(LogindLockMonitor(system: system, sessionID: environment["XDG_SESSION_ID"], log: log))
         }
-        activitySource = ActivitySource(bus: bus, log: log, lock: EitherLockMonitor(locks)) { [weak self] in self?.advertiseIfChanged() }
+        activitySource = ActivitySource(bus: bus, log: log, scheduler: scheduler, lock: EitherLockMonitor(locks)) { [weak self] in self?.advertiseIfChanged() }
         try activitySource?.start()
         notifier = Notifier(bus: bus, log: log)
         try notifier?.start()
@@ -195,13 +196,47 @@ final class HandoffDaemon {
                 state.enabled = false
             }
         }
-        scheduleTick()
+        rescheduleTick()
     }
 
-    private func scheduleTick() {
-        ticker = scheduler.after(milliseconds: 1000) { [weak self] in
-            self?.tick()
-            self?.scheduleTick()
+    /// The earliest deadline of pending work; nil when there is none.
+    private func nextDeadline() -> Int64? {
+        var due: [Int64] = []
+        if let attempt = pairing.current { due.append(attempt.deadline) }
+        due += links.compactMap(\.nextDue)
+        for device in devices.values { due += device.fetchDeadlines.values }
+        if let off = discoverableWindow.nextDue(timeoutSeconds: state.discoverableTimeout) { due.append(off) }
+        if state.enabled, service != nil {
+            due += devices.values.filter(needsReconnect).map(\.reconnectAt)
+        }
+        return due.min()
+    }
+
+    private func needsReconnect(_ device: Device) -> Bool {
+        (device.paired || device.tellUnpair) && device.link == nil && !device.address.isEmpty
+    }
+
+    /// Arms the timer for the earliest pending deadline (or none); called
+    /// after anything that may add work. An early wake-up is harmless (the
+    /// checks find nothing due and re-arm); a late one is not, so only an
+    /// earlier deadline re-arms a pending timer.
+    func rescheduleTick() {
+        guard let due = nextDeadline() else {
+            ticker?.cancel()
+            ticker = nil
+            tickerDue = .max
+            return
+        }
+        if ticker?.isPending == true && tickerDue <= due { return }
+        ticker?.cancel()
+        tickerDue = due
+        let milliseconds = UInt32(clamping: max(0, (due - now + 999) / 1000))
+        ticker = scheduler.after(milliseconds: milliseconds) { [weak self] in
+            guard let self else { return }
+            self.ticker = nil
+            self.tickerDue = .max
+            self.tick()
+            self.rescheduleTick()
         }
     }
 
@@ -260,7 +295,7 @@ final class HandoffDaemon {
         boundPort = 0
         for link in links { link.close(reason: "handoff turned off") }
         links.removeAll()
-        discoverableWindow.set(false, now: clock.nowMicroseconds)
+        discoverableWindow.set(false, now: now)
     }
 
     private func listen() throws {
@@ -292,13 +327,14 @@ final class HandoffDaemon {
 
     func makeLink(role: PeerLink.Role, address: String) -> PeerLink {
         linkSerial += 1
-        let link = PeerLink(role: role, serial: linkSerial, address: address, loop: loop, clock: clock, log: log,
+        let link = PeerLink(role: role, serial: linkSerial, address: address, loop: loop, scheduler: scheduler, log: log,
                             keepaliveSeconds: keepaliveSeconds) { [weak self] key in
             self?.acceptsKey(key, role: role) ?? false
         }
-        link.onEstablished = { [weak self] link in self?.established(link) }
-        link.onFrame = { [weak self] link, frame in self?.received(frame, on: link) }
-        link.onClosed = { [weak self] link, reason in self?.closed(link, reason: reason) }
+        // Each may add a deadline (a keepalive, a pairing, a fetch, a reconnect).
+        link.onEstablished = { [weak self] link in self?.established(link); self?.rescheduleTick() }
+        link.onFrame = { [weak self] link, frame in self?.received(frame, on: link); self?.rescheduleTick() }
+        link.onClosed = { [weak self] link, reason in self?.closed(link, reason: reason); self?.rescheduleTick() }
         link.onDataDrained = { [weak self] link in self?.streams.resume(link) }
         links.append(link)
         return link
@@ -352,7 +388,7 @@ final class HandoffDaemon {
         device.remoteActivity = nil
         device.currentActivity = [:]
         notifier?.withdraw(device.id)
-        device.reconnectAt = clock.nowMicroseconds + 2_000_000
+        device.reconnectAt = now + 2_000_000
         emitDeviceChanged(device, ["Reachable", "CurrentActivity"])
     }
 
@@ -456,7 +492,7 @@ final class HandoffDaemon {
         }
         let code = pairingCode(link)
         do {
-            _ = try pairing.start(peer: device.id, code: code, initiatedLocally: true, discoverable: discoverable, now: clock.nowMicroseconds)
+            _ = try pairing.start(peer: device.id, code: code, initiatedLocally: true, discoverable: discoverable, now: now)
         } catch {
             return reply(call, error: HandoffError("PairingRefused", "\(error)"))
         }
@@ -478,7 +514,7 @@ final class HandoffDaemon {
         }
         let code = pairingCode(link)
         do {
-            _ = try pairing.start(peer: device.id, code: code, initiatedLocally: false, discoverable: discoverable, now: clock.nowMicroseconds)
+            _ = try pairing.start(peer: device.id, code: code, initiatedLocally: false, discoverable: discoverable, now: now)
         } catch {
             log.info("pairing request from \(device.name) refused: \(error)")
             link.send(Frame(.pairConfirm, ["accepted": .boolean(false), "reason": .string("\(error)")]))
@@ -489,7 +525,7 @@ final class HandoffDaemon {
 
     private func receivedPairConfirm(_ frame: Frame, on link: PeerLink) {
         let accepted = frame.bool("accepted") ?? false
-        if let event = pairing.answerRemotely(peer: link.peerDeviceID, accepted: accepted, now: clock.nowMicroseconds) {
+        if let event = pairing.answerRemotely(peer: link.peerDeviceID, accepted: accepted, now: now) {
             finishPairing(event, reason: frame.string("reason"))
         }
     }
@@ -506,7 +542,7 @@ final class HandoffDaemon {
             device.agentAsked = false
             guard self.pairing.current?.peer == device.id else { return }
             device.link?.send(Frame(.pairConfirm, ["accepted": .boolean(accepted)]))
-            if let event = self.pairing.answerLocally(peer: device.id, accepted: accepted, now: self.clock.nowMicroseconds) {
+            if let event = self.pairing.answerLocally(peer: device.id, accepted: accepted, now: self.now) {
                 self.finishPairing(event)
             }
         }
@@ -687,8 +723,9 @@ final class HandoffDaemon {
             }
         }
         // The origin's owner may take timeout-ms to save; then the reply has to travel.
-        device.fetchDeadlines[request] = clock.nowMicroseconds + Int64(timeout == 0 ? 10_000 : timeout) * 1000 + 10_000_000
+        device.fetchDeadlines[request] = now + Int64(timeout == 0 ? 10_000 : timeout) * 1000 + 10_000_000
         link.send(Frame(.fetch, ["request": .uint32(request), "id": .string(remote.id), "timeout-ms": .uint32(timeout)]))
+        rescheduleTick()
     }
 
     private func receivedContinuation(_ frame: Frame, on link: PeerLink) {
@@ -705,7 +742,7 @@ final class HandoffDaemon {
             source.fetchForHandoff(activityID: advertised.id, timeoutMilliseconds: Int32(frame.uint32("timeout-ms") ?? 10_000)) { result in
                 switch result {
                 case .success(let (type, properties)):
-                    self.streams.grant(device: device.id, activityID: id, now: self.clock.nowMicroseconds)
+                    self.streams.grant(device: device.id, activityID: id, now: self.now)
                     if !link.send(Frame(.fetchReply, ["request": .uint32(request), "activity-type": .string(type), "properties": properties])) {
                         link.send(Frame(.error, ["request": .uint32(request), "name": .string(HandoffInterfaces.errorPrefix + "UserInfoTooLarge"),
                                                  "message": .string("the activity is larger than a handoff frame may be (\(FrameCodec.pairedLimit / 1024) KiB)")]))
@@ -738,10 +775,9 @@ final class HandoffDaemon {
     // MARK: Timers
 
     private func tick() {
-        let now = clock.nowMicroseconds
+        let now = self.now
         if let event = pairing.expire(now: now) { finishPairing(event) }
         for link in links { link.tick() }
-        streams.expire(now: now)
         for device in devices.values {
             for (request, deadline) in device.fetchDeadlines where now >= deadline {
                 device.fetchDeadlines[request] = nil
@@ -753,8 +789,7 @@ final class HandoffDaemon {
             emitManagerChanged(["Discoverable"])
         }
         guard state.enabled, service != nil else { return }
-        for device in devices.values where (device.paired || device.tellUnpair) && device.link == nil && !device.address.isEmpty
-            && now >= device.reconnectAt {
+        for device in devices.values where needsReconnect(device) && now >= device.reconnectAt {
             device.reconnectAt = now + 5_000_000
             if !links.contains(where: { $0.address == device.address }) { dial(device.address) }
         }

@@ -39,7 +39,7 @@ final class PeerLink {
     var onDataDrained: ((PeerLink) -> Void)?
 
     private let log: Logger
-    private let clock: HandoffClock
+    private let scheduler: Scheduler
     private let cancellable: GObjectRef
     private var connection: GObjectRef?
     private var tls: GObjectRef?
@@ -67,17 +67,17 @@ final class PeerLink {
     private var readWatch: GLibSource?
     private var writeWatch: GLibSource?
 
-    init(role: Role, serial: Int, address: String, loop: MainLoop, clock: HandoffClock, log: Logger, keepaliveSeconds: Int64,
+    init(role: Role, serial: Int, address: String, loop: MainLoop, scheduler: Scheduler, log: Logger, keepaliveSeconds: Int64,
          acceptsKey: @escaping ([UInt8]) -> Bool) {
         self.role = role
         self.loop = loop
         self.serial = serial
         self.address = address
-        self.clock = clock
+        self.scheduler = scheduler
         self.log = log
         self.acceptsKey = acceptsKey
         cancellable = GObjectRef(taking: UnsafeMutableRawPointer(g_cancellable_new()!))
-        liveness = LinkLiveness(keepaliveSeconds: keepaliveSeconds, now: clock.nowMicroseconds)
+        liveness = LinkLiveness(keepaliveSeconds: keepaliveSeconds, now: scheduler.monotonic)
     }
 
     deinit {
@@ -178,7 +178,7 @@ final class PeerLink {
             return
         }
         channelBinding = Array(UnsafeBufferPointer(start: binding.pointee.data, count: Int(binding.pointee.len)))
-        liveness.received(now: clock.nowMicroseconds)
+        liveness.received(now: scheduler.monotonic)
         isHandshakeDone = true
         watchInput(of: tls)
         writeNext()
@@ -195,7 +195,7 @@ final class PeerLink {
             return false
         }
         outgoing.append(bytes)
-        liveness.sent(now: clock.nowMicroseconds)
+        liveness.sent(now: scheduler.monotonic)
         writeNext()
         return true
     }
@@ -205,7 +205,7 @@ final class PeerLink {
     func sendData(_ frame: Frame) -> Bool {
         guard !isClosed, isPaired, let bytes = FrameCodec.encode(frame, limit: FrameCodec.pairedLimit) else { return false }
         outgoingData.append(bytes)
-        liveness.sent(now: clock.nowMicroseconds)
+        liveness.sent(now: scheduler.monotonic)
         writeNext()
         return true
     }
@@ -324,7 +324,7 @@ final class PeerLink {
             close(reason: "\(address) closed the connection")
             return false
         }
-        liveness.received(now: clock.nowMicroseconds)
+        liveness.received(now: scheduler.monotonic)
         reader.append(UnsafeRawBufferPointer(start: readBuffer, count: count))
         do {
             while !isClosed, let frame = try reader.next() {
@@ -344,9 +344,12 @@ final class PeerLink {
     // MARK: Liveness
 
     /// Called every second: keepalive, silence and stalled-frame timeouts.
+    /// When ``tick()`` next has something to do: nil before the handshake or once closed.
+    var nextDue: Int64? { isClosed || peerKeyID.isEmpty ? nil : liveness.nextDue }
+
     func tick() {
         guard !isClosed, !peerKeyID.isEmpty else { return }
-        switch liveness.action(now: clock.nowMicroseconds, midFrame: reader.isMidFrame) {
+        switch liveness.action(now: scheduler.monotonic, midFrame: reader.isMidFrame) {
         case .nothing: break
         case .sendKeepalive: send(Frame(.keepalive))
         case .timedOut(let midFrame):

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import TestSupport
+import Testing
+import TypedValues
+
+@Suite("Handoff idles asleep", .serialized)
+struct IdleTests {
+    /// Context switches of every thread of a process so far.
+    func contextSwitches(_ pid: pid_t) -> Int {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.reduce(0) { total, task in
+            let status = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8)) ?? ""
+            return total + status.split(separator: "\n").filter { $0.contains("ctxt_switches") }
+                .compactMap { Int($0.split(separator: "\t").last ?? "") }.reduce(0, +)
+        }
+    }
+
+    /// Enabled, listening, no device: nothing is due, so no timer is armed.
+    /// Load cannot wake a sleeping process, so the window's length is not a
+    /// race: a daemon with a periodic check wakes up in it (once a second,
+    /// before timers were armed only for pending work), one without does not.
+    @Test func enabledWithNoDeviceItDoesNotWakeUp() throws {
+        let stack = try HandoffStack("A")
+        try stack.set("Enabled", .boolean(true))
+        #expect(waitUntil(timeout: 20) { stack.port > 0 })
+        let pid = try #require(stack.handoffd?.pid)
+        _ = try stack.call(HO.busName, HO.managerPath, "org.freedesktop.DBus.Peer", "Ping")
+        let before = contextSwitches(pid)
+        Thread.sleep(forTimeInterval: 5)
+        let after = contextSwitches(pid)
+        #expect(after - before <= 1, "\(after - before) context switches in 5 s while idle\n\(stack.handoffLog)")
+    }
+}
