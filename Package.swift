@@ -59,7 +59,7 @@ let package = Package(
         .target(name: "UserActivity", dependencies: ["DBusKit", "GLibSupport", "TypedValues", "UserActivityCore", "UserActivityInterfaces"]),
         .executableTarget(name: "UserActivityExample", dependencies: ["UserActivity"]),
         .executableTarget(name: "useractivityctl", dependencies: [
-            "DBusKit", "TypedValues", "UserActivityCore", "GLibSupport",
+            "DBusKit", "TypedValues", "UserActivityCore", "UserActivityInterfaces", "GLibSupport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 

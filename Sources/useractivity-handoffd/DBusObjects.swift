@@ -70,7 +70,7 @@ extension HandoffDaemon {
         } else if path.hasPrefix(HandoffInterfaces.devicePathPrefix), let found = devices[String(path.dropFirst(HandoffInterfaces.devicePathPrefix.count))] {
             device = found
         } else {
-            if interface == "org.freedesktop.DBus.Introspectable" && member == "Introspect" && path == "/org/example/UserActivity/Handoff/device" {
+            if interface == "org.freedesktop.DBus.Introspectable" && member == "Introspect" && path == String(HandoffInterfaces.devicePathPrefix.dropLast()) {
                 reply(message, [.string(StandardInterfacesXML.doctype + "<node>\n" + devices.keys.sorted().map { "  <node name=\"\($0)\"/>\n" }.joined() + "</node>\n")])
                 return true
             }

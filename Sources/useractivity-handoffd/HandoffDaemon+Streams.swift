@@ -5,6 +5,7 @@ import Glibc
 import DBusKit
 import HandoffCore
 import TypedValues
+import UserActivityInterfaces
 
 /// Continuation streams with paired devices, and failed continuations told
 /// back to the origin: the glue between the links, useractivityd and
@@ -47,7 +48,7 @@ extension HandoffDaemon {
     func routeRelay(_ message: Message) -> Bool {
         guard message.kind == .methodCall, let path = message.path, path.hasPrefix(StreamRelay.relayPathPrefix) else { return false }
         let arguments = (try? message.arguments()) ?? []
-        guard message.interface == "org.example.UserActivity.Handler", message.member == "ContinuationStreamOpened",
+        guard message.interface == Interfaces.handlerName, message.member == "ContinuationStreamOpened",
               arguments.count == 2, case .unixFD(let fd) = arguments[1], fd >= 0 else {
             TypedValue.closeFileDescriptors(in: arguments)
             reply(message, error: HandoffError("org.freedesktop.DBus.Error.UnknownMethod", "a relay path only takes Handler.ContinuationStreamOpened(o, h)"))

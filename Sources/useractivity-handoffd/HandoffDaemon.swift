@@ -7,6 +7,7 @@ import DBusKit
 import GLibSupport
 import HandoffCore
 import Logging
+import UserActivityInterfaces
 import TypedValues
 import UserActivityCore
 

@@ -1,22 +1,32 @@
 // SPDX-License-Identifier: Apache-2.0
-import UserActivityInterfaces
 
-/// The Handoff contract as data: dispatch checks signatures against it and
-/// `--print-introspection` prints it into `dbus/org.example.UserActivity.Handoff.xml`.
-enum HandoffInterfaces {
-    static let busName = "org.example.UserActivity.Handoff"
-    static let managerPath = "/org/example/UserActivity/Handoff"
-    static let devicePathPrefix = "/org/example/UserActivity/Handoff/device/"
-    static let managerName = "org.example.UserActivity.Handoff"
-    static let deviceName = "org.example.UserActivity.Handoff.Device"
-    static let agentName = "org.example.UserActivity.Handoff.Agent"
-    static let errorPrefix = "org.example.UserActivity.Error."
+/// The Handoff contract as data, its names defined once: useractivity-handoffd
+/// dispatches and introspects with it (`--print-introspection` prints it into
+/// `dbus/org.example.UserActivity.Handoff.xml`), useractivityctl calls with it.
+public enum HandoffInterfaces {
+    public static let busName = "org.example.UserActivity.Handoff"
+    public static let managerPath = "/org/example/UserActivity/Handoff"
+    public static let devicePathPrefix = "/org/example/UserActivity/Handoff/device/"
+    public static let managerName = "org.example.UserActivity.Handoff"
+    public static let deviceName = "org.example.UserActivity.Handoff.Device"
+    public static let agentName = "org.example.UserActivity.Handoff.Agent"
+    /// Handoff's errors share the service's namespace.
+    public static let errorPrefix = ErrorNames.prefix
+
+    /// The errors the handoff contract adds (`org.example.UserActivity.Error.<name>`).
+    public enum ErrorName {
+        public static let connectionUnavailable = errorPrefix + "ConnectionUnavailable"
+        public static let handoffFailed = errorPrefix + "HandoffFailed"
+        public static let notPaired = errorPrefix + "NotPaired"
+        public static let pairingRefused = errorPrefix + "PairingRefused"
+        public static let noAgent = errorPrefix + "NoAgent"
+    }
 
     private typealias A = InterfaceDescription.Argument
     private typealias M = InterfaceDescription.Method
     private typealias P = InterfaceDescription.Property
 
-    static let manager = InterfaceDescription(
+    public static let manager = InterfaceDescription(
         name: managerName,
         doc: """
         org.example.UserActivity.Handoff: continue on this device what a paired device is doing, and the reverse.
@@ -46,17 +56,17 @@ enum HandoffInterfaces {
             P(name: "IdentityError", signature: "s", isWritable: false, doc: "Addition to the contract: why this device's key cannot be used (damaged or missing), empty when it can; ResetIdentity clears it."),
         ])
 
-    static let device = InterfaceDescription(
+    public static let device = InterfaceDescription(
         name: deviceName,
         doc: "org.example.UserActivity.Handoff.Device: one nearby or paired device, at /org/example/UserActivity/Handoff/device/<DeviceId>.",
         methods: [
             M(name: "Pair", inputs: [], outputs: [],
-              doc: "Starts pairing and answers once both sides confirmed the same 6-digit code. Errors: PairingRefused (a person or the other device refused, another pairing is in progress, or nobody answered in 60 s), ConnectionUnavailable, NoAgent."),
+              doc: "Starts pairing and answers once both sides confirmed the same 6-digit code. Errors: PairingRefused (a person or the other device refused, another pairing is in progress, or nobody answered in 60 s), ConnectionUnavailable (not reachable, or it went away before both answered), NoAgent."),
             M(name: "CancelPairing", inputs: [], outputs: [], doc: "Ends a pairing in progress with this device (its Pair call gets PairingRefused)."),
             M(name: "Unpair", inputs: [], outputs: [], doc: "Forgets the device's key here and tells the device when it is reachable. NotPaired when it was not paired."),
             M(name: "ContinueActivity", inputs: [A("options", "a{sv}", "as for every Continue method: target-app-id, timeout-ms, activation-token, desktop-startup-id")],
               outputs: [A("app_id", "s", "the app that took it")],
-              doc: "Fetches the device's current activity in full and continues it here through useractivityd's ContinueActivity; the origin's live activity then emits Continued. Errors: NotPaired, ConnectionUnavailable (not reachable, or gone during the call), HandoffFailed (the activity ended or is no longer current), UserInfoTooLarge, NoHandler and the other errors of ContinueActivity."),
+              doc: "Fetches the device's current activity in full and continues it here through useractivityd's ContinueActivity; the origin's live activity then emits Continued. Errors: NotPaired, ConnectionUnavailable (not reachable, or gone during the call), HandoffFailed (the activity ended or is no longer current, or its owner failed to save it or did not within timeout-ms), UserInfoTooLarge, NoHandler and the other errors of ContinueActivity."),
         ],
         signals: [],
         properties: [
@@ -68,7 +78,7 @@ enum HandoffInterfaces {
             P(name: "CurrentActivity", signature: "a{sv}", isWritable: false, doc: "The device's current handoff-eligible activity, empty when none: activity-type, app-id, title, webpage-url (empty when unset), timestamp (x, Unix µs), continuable (b: an installed app here declares the type within the publisher's team, or there is a webpage URL)."),
         ])
 
-    static let agent = InterfaceDescription(
+    public static let agent = InterfaceDescription(
         name: agentName,
         doc: "org.example.UserActivity.Handoff.Agent: implemented by a pairing UI on the path given to RegisterAgent; useractivity-handoffd calls it.",
         methods: [
@@ -79,7 +89,7 @@ enum HandoffInterfaces {
         signals: [],
         properties: [])
 
-    static let all = [manager, device, agent]
+    public static let all = [manager, device, agent]
 
     static let errors: [(String, String)] = [
         ("ConnectionUnavailable", "the device is not reachable, or went away during the call"),
@@ -91,7 +101,7 @@ enum HandoffInterfaces {
         ("InvalidArgument", "a malformed address or value"),
     ]
 
-    static func documentedXML() -> String {
+    public static func documentedXML() -> String {
         var out = StandardInterfacesXML.doctype
         out += "<!--\n  org.example.UserActivity.Handoff: generated by `useractivity-handoffd --print-introspection`;\n"
         out += "  scripts/test.sh fails when this file and the printed XML differ.\n\n"
@@ -104,7 +114,7 @@ enum HandoffInterfaces {
         return out
     }
 
-    static func servedXML(for path: String, children: [String]) -> String {
+    public static func servedXML(for path: String, children: [String]) -> String {
         var out = StandardInterfacesXML.doctype + "<node>\n"
         out += StandardInterfacesXML.peer + StandardInterfacesXML.introspectable + StandardInterfacesXML.properties
         if path == managerPath {
