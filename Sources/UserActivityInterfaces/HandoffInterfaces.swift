@@ -33,17 +33,7 @@ public enum HandoffInterfaces {
         Served by useractivity-handoffd, the project's only process that touches the network. Only unconfined
         callers (the shell, settings, the CLI) may use it; a confined (Flatpak, Snap) caller gets AccessDenied.
         """,
-        methods: [
-            M(name: "RegisterAgent", inputs: [A("agent", "o", "an object of the caller implementing org.example.UserActivity.Handoff.Agent")], outputs: [],
-              doc: "The caller's object receives pairing confirmations while its connection lives; the latest registration wins."),
-            M(name: "UnregisterAgent", inputs: [A("agent", "o", "the path given to RegisterAgent")], outputs: [],
-              doc: "Stops sending pairing confirmations to that agent."),
-            M(name: "AddPeer", inputs: [A("address", "s", "host:port of the device's handoff daemon (IPv6 as [addr]:port)")],
-              outputs: [A("device", "o", "the device object, once its key is known")],
-              doc: "Connects to a device reached without discovery (networks without mDNS, tests) and answers once its key and name are known; kept across restarts. Errors: InvalidArgument, ConnectionUnavailable."),
-            M(name: "ResetIdentity", inputs: [], outputs: [A("device_id", "s", "the new DeviceId")],
-              doc: "Addition to the contract: makes a new key and certificate for this device, forgetting every paired device (they must pair again). The only way out of a damaged or missing key, which otherwise keeps Enabled off."),
-        ],
+        methods: Manager.allCases.map(\.method),
         signals: [],
         properties: [
             P(name: "Enabled", signature: "b", isWritable: true, doc: "Default false; nothing is published, advertised or listened on while false; persisted. Cannot turn on while this device's key is damaged or missing (see ResetIdentity and IdentityError)."),
@@ -59,24 +49,9 @@ public enum HandoffInterfaces {
     public static let device = InterfaceDescription(
         name: deviceName,
         doc: "org.example.UserActivity.Handoff.Device: one nearby or paired device, at /org/example/UserActivity/Handoff/device/<DeviceId>.",
-        methods: [
-            M(name: "Pair", inputs: [], outputs: [],
-              doc: "Starts pairing and answers once both sides confirmed the same 6-digit code. Errors: PairingRefused (a person or the other device refused, another pairing is in progress, or nobody answered in 60 s), ConnectionUnavailable (not reachable, or it went away before both answered), NoAgent."),
-            M(name: "CancelPairing", inputs: [], outputs: [], doc: "Ends a pairing in progress with this device (its Pair call gets PairingRefused)."),
-            M(name: "Unpair", inputs: [], outputs: [], doc: "Forgets the device's key here and tells the device when it is reachable. NotPaired when it was not paired."),
-            M(name: "ContinueActivity", inputs: [A("options", "a{sv}", "as for every Continue method: target-app-id, timeout-ms, activation-token, desktop-startup-id")],
-              outputs: [A("app_id", "s", "the app that took it")],
-              doc: "Fetches the device's current activity in full and continues it here through useractivityd's ContinueActivity; the origin's live activity then emits Continued. Errors: NotPaired, ConnectionUnavailable (not reachable, or gone during the call), HandoffFailed (the activity ended or is no longer current, or its owner failed to save it or did not within timeout-ms), UserInfoTooLarge, NoHandler and the other errors of ContinueActivity."),
-        ],
+        methods: Device.allCases.map(\.method),
         signals: [],
-        properties: [
-            P(name: "Name", signature: "s", isWritable: false, doc: "The device's DeviceName."),
-            P(name: "DeviceId", signature: "s", isWritable: false, doc: "The device's public-key fingerprint (hex SHA-256 of its SPKI)."),
-            P(name: "Address", signature: "s", isWritable: false, doc: "host:port last seen."),
-            P(name: "Paired", signature: "b", isWritable: false, doc: "Its key is pinned here."),
-            P(name: "Reachable", signature: "b", isWritable: false, doc: "An authenticated connection is up."),
-            P(name: "CurrentActivity", signature: "a{sv}", isWritable: false, doc: "The device's current handoff-eligible activity, empty when none: activity-type, app-id, title, webpage-url (empty when unset), timestamp (x, Unix µs), continuable (b: an installed app here declares the type within the publisher's team, or there is a webpage URL)."),
-        ])
+        properties: DeviceProperty.allCases.map(\.property))
 
     public static let agent = InterfaceDescription(
         name: agentName,
@@ -88,6 +63,85 @@ public enum HandoffInterfaces {
         ],
         signals: [],
         properties: [])
+
+    /// The manager's methods: a table giving each its handler is an exhaustive `switch`.
+    public enum Manager: InterfaceMember {
+        case registerAgent, unregisterAgent, addPeer, resetIdentity
+
+        public static var interface: InterfaceDescription { manager }
+
+        public var method: InterfaceDescription.Method {
+            switch self {
+            case .registerAgent:
+                M(name: "RegisterAgent", inputs: [A("agent", "o", "an object of the caller implementing org.example.UserActivity.Handoff.Agent")], outputs: [],
+                  doc: "The caller's object receives pairing confirmations while its connection lives; the latest registration wins.")
+            case .unregisterAgent:
+                M(name: "UnregisterAgent", inputs: [A("agent", "o", "the path given to RegisterAgent")], outputs: [],
+                  doc: "Stops sending pairing confirmations to that agent.")
+            case .addPeer:
+                M(name: "AddPeer", inputs: [A("address", "s", "host:port of the device's handoff daemon (IPv6 as [addr]:port)")],
+                  outputs: [A("device", "o", "the device object, once its key is known")],
+                  doc: "Connects to a device reached without discovery (networks without mDNS, tests) and answers once its key and name are known; kept across restarts. Errors: InvalidArgument, ConnectionUnavailable.")
+            case .resetIdentity:
+                M(name: "ResetIdentity", inputs: [], outputs: [A("device_id", "s", "the new DeviceId")],
+                  doc: "Addition to the contract: makes a new key and certificate for this device, forgetting every paired device (they must pair again). The only way out of a damaged or missing key, which otherwise keeps Enabled off.")
+            }
+        }
+
+        /// The name on the bus.
+        public var name: String { method.name }
+    }
+
+    /// A device object's methods: a table giving each its handler is an exhaustive `switch`.
+    public enum Device: InterfaceMember {
+        case pair, cancelPairing, unpair, continueActivity
+
+        public static var interface: InterfaceDescription { device }
+
+        public var method: InterfaceDescription.Method {
+            switch self {
+            case .pair:
+                M(name: "Pair", inputs: [], outputs: [],
+                  doc: "Starts pairing and answers once both sides confirmed the same 6-digit code. Errors: PairingRefused (a person or the other device refused, another pairing is in progress, or nobody answered in 60 s), ConnectionUnavailable (not reachable, or it went away before both answered), NoAgent.")
+            case .cancelPairing:
+                M(name: "CancelPairing", inputs: [], outputs: [], doc: "Ends a pairing in progress with this device (its Pair call gets PairingRefused).")
+            case .unpair:
+                M(name: "Unpair", inputs: [], outputs: [], doc: "Forgets the device's key here and tells the device when it is reachable. NotPaired when it was not paired.")
+            case .continueActivity:
+                M(name: "ContinueActivity", inputs: [A("options", "a{sv}", "as for every Continue method: target-app-id, timeout-ms, activation-token, desktop-startup-id")],
+                  outputs: [A("app_id", "s", "the app that took it")],
+                  doc: "Fetches the device's current activity in full and continues it here through useractivityd's ContinueActivity; the origin's live activity then emits Continued. Errors: NotPaired, ConnectionUnavailable (not reachable, or gone during the call), HandoffFailed (the activity ended or is no longer current, or its owner failed to save it or did not within timeout-ms), UserInfoTooLarge, NoHandler and the other errors of ContinueActivity.")
+            }
+        }
+
+        /// The name on the bus.
+        public var name: String { method.name }
+    }
+
+    /// A device object's properties: their values come from one exhaustive `switch`.
+    public enum DeviceProperty: CaseIterable, Sendable {
+        case name, deviceID, address, paired, reachable, currentActivity
+
+        public var property: InterfaceDescription.Property {
+            switch self {
+            case .name:
+                P(name: "Name", signature: "s", isWritable: false, doc: "The device's DeviceName.")
+            case .deviceID:
+                P(name: "DeviceId", signature: "s", isWritable: false, doc: "The device's public-key fingerprint (hex SHA-256 of its SPKI).")
+            case .address:
+                P(name: "Address", signature: "s", isWritable: false, doc: "host:port last seen.")
+            case .paired:
+                P(name: "Paired", signature: "b", isWritable: false, doc: "Its key is pinned here.")
+            case .reachable:
+                P(name: "Reachable", signature: "b", isWritable: false, doc: "An authenticated connection is up.")
+            case .currentActivity:
+                P(name: "CurrentActivity", signature: "a{sv}", isWritable: false, doc: "The device's current handoff-eligible activity, empty when none: activity-type, app-id, title, webpage-url (empty when unset), timestamp (x, Unix µs), continuable (b: an installed app here declares the type within the publisher's team, or there is a webpage URL).")
+            }
+        }
+
+        /// The name on the bus.
+        public var name: String { property.name }
+    }
 
     public static let all = [manager, device, agent]
 

@@ -13,7 +13,7 @@ import UserActivityInterfaces
 extension HandoffDaemon {
     /// A relay path for the continuation of a fetched activity that supports
     /// continuation streams, nil for one that does not.
-    func streamRelayPath(for properties: TypedValue, from device: Device, activityID: String) -> String? {
+    func streamRelayPath(for properties: TypedValue, from device: DeviceObject, activityID: String) -> String? {
         guard case .boolean(true)? = properties.stringVariantEntries?.first(where: { $0.0 == "supports-continuation-streams" })?.1 else {
             return nil
         }
@@ -22,7 +22,7 @@ extension HandoffDaemon {
 
     /// The other device fetched the activity but could not continue it: it
     /// stays uncontinued here (no `Continued`), and the journal says why.
-    func receivedContinueFailed(_ frame: Frame, from device: Device) {
+    func receivedContinueFailed(_ frame: Frame, from device: DeviceObject) {
         let id = frame.string("id") ?? ""
         streams.revoke(device: device.id, activityID: id)
         log.info("\(device.name) could not continue activity \(id): \(frame.string("name") ?? "?"): \(frame.string("message") ?? "")")

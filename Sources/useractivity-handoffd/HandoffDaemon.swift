@@ -21,35 +21,6 @@ struct HandoffError: Error {
     }
 }
 
-/// One nearby or paired device, as the daemon knows it.
-final class Device {
-    let id: String
-    var name = ""
-    var address = ""
-    var paired = false
-    /// Unpaired here while unreachable: tell it when it comes back.
-    var tellUnpair = false
-    var link: PeerLink?
-    var currentActivity: [String: TypedValue] = [:]
-    var remoteActivity: LocalActivity?
-    /// The person's Device.Pair call, answered when pairing ends.
-    var pairCall: Message?
-    var agentAsked = false
-    var fetches: [UInt32: (Result<Frame, HandoffError>) -> Void] = [:]
-    /// When each fetch gives up on an origin that keeps the link up but never answers.
-    var fetchDeadlines: [UInt32: Int64] = [:]
-    var reconnectAt: Int64 = 0
-    var path: String { HandoffInterfaces.devicePathPrefix + id }
-    var reachable: Bool { link?.helloReceived == true && link?.isClosed == false }
-    init(id: String) { self.id = id }
-
-    func properties() -> [(String, TypedValue)] {
-        [("Name", .string(name)), ("DeviceId", .string(id)), ("Address", .string(address)),
-         ("Paired", .boolean(paired)), ("Reachable", .boolean(reachable)),
-         ("CurrentActivity", .stringVariantDictionary(currentActivity.sorted { $0.key < $1.key }))]
-    }
-}
-
 extension TypedValue {
     static func stringVariantDictionary(_ pairs: [(String, TypedValue)]) -> TypedValue {
         .dictionary(keyType: "s", valueType: "v", pairs.map { .init(key: .string($0.0), value: .variant($0.1)) })
@@ -78,7 +49,7 @@ final class HandoffDaemon {
     var identity: DeviceIdentity?
     var identityError = ""
     var certificate: GObjectRef?
-    var devices: [String: Device] = [:]
+    var devices: [String: DeviceObject] = [:]
     var pairing = PairingMachine()
     var agent: (sender: String, path: String)?
     var confinedCallers: [String: Bool] = [:]
@@ -135,7 +106,7 @@ final class HandoffDaemon {
         for warning in loaded.warnings { log.warning("\(directory.file("peers.ini")): \(warning)") }
         if state.deviceName.isEmpty { state.deviceName = prettyHostName() }
         for known in state.devices.values {
-            let device = Device(id: known.id)
+            let device = DeviceObject(id: known.id)
             device.name = known.name
             device.address = known.address
             device.paired = known.paired
@@ -156,7 +127,7 @@ final class HandoffDaemon {
         for device in devices.values where device.remoteActivity != nil {
             let before = device.currentActivity["continuable"]
             showAdvert(on: device)
-            if device.currentActivity["continuable"] != before { emitDeviceChanged(device, ["CurrentActivity"]) }
+            if device.currentActivity["continuable"] != before { emitDeviceChanged(device, [.currentActivity]) }
         }
     }
 
@@ -213,7 +184,7 @@ final class HandoffDaemon {
         return due.min()
     }
 
-    private func needsReconnect(_ device: Device) -> Bool {
+    private func needsReconnect(_ device: DeviceObject) -> Bool {
         (device.paired || device.tellUnpair) && device.link == nil && !device.address.isEmpty
     }
 
@@ -390,7 +361,7 @@ final class HandoffDaemon {
         device.currentActivity = [:]
         notifier?.withdraw(device.id)
         device.reconnectAt = now + 2_000_000
-        emitDeviceChanged(device, ["Reachable", "CurrentActivity"])
+        emitDeviceChanged(device, [.reachable, .currentActivity])
     }
 
     private func received(_ frame: Frame, on link: PeerLink) {
@@ -414,7 +385,7 @@ final class HandoffDaemon {
             guard let device = devices[link.peerDeviceID], device.link === link, let name = frame.string("name") else { return }
             device.name = String(name.prefix(256))
             if device.paired { persistDevice(device) }
-            emitDeviceChanged(device, ["Name"])
+            emitDeviceChanged(device, [.name])
             return
         }
         link.helloReceived = true
@@ -425,7 +396,7 @@ final class HandoffDaemon {
             link.close(reason: "unknown key and not discoverable")
             return
         }
-        let device = devices[id] ?? Device(id: id)
+        let device = devices[id] ?? DeviceObject(id: id)
         let isNew = devices[id] == nil
         devices[id] = device
         device.name = String((frame.string("name") ?? "").prefix(256))
@@ -460,7 +431,7 @@ final class HandoffDaemon {
         if isNew {
             emitInterfacesAdded(device)
         } else {
-            emitDeviceChanged(device, ["Name", "Address", "Reachable"])
+            emitDeviceChanged(device, [.name, .address, .reachable])
         }
         // Paired devices and those added with AddPeer are kept across restarts.
         if device.paired || (link.role == .client && !link.foundByDiscovery) { persistDevice(device) }
@@ -472,7 +443,7 @@ final class HandoffDaemon {
         if device.paired { link.send(AdvertDecision.frame(for: advertised)) }
     }
 
-    func persistDevice(_ device: Device) {
+    func persistDevice(_ device: DeviceObject) {
         state.devices[device.id] = KnownDevice(id: device.id, name: device.name, address: device.address, paired: device.paired,
                                                tellUnpair: device.tellUnpair)
         save()
@@ -484,20 +455,21 @@ final class HandoffDaemon {
 
     // MARK: Pairing
 
-    func startPairing(_ device: Device, call: Message) {
+    /// Device.Pair: `completion` runs when the pairing ends (``finishPairing(_:reason:)``).
+    func startPairing(_ device: DeviceObject, completion: @escaping DeviceCompletion) {
         guard let link = device.link, device.reachable else {
-            return reply(call, error: HandoffError("ConnectionUnavailable", "\(device.name) is not reachable"))
+            return completion(.failure(HandoffError("ConnectionUnavailable", "\(device.name) is not reachable")))
         }
         guard agent != nil || notifier?.isAvailable == true else {
-            return reply(call, error: HandoffError("NoAgent", "no pairing agent is registered and no notification server is running"))
+            return completion(.failure(HandoffError("NoAgent", "no pairing agent is registered and no notification server is running")))
         }
         let code = pairingCode(link)
         do {
             _ = try pairing.start(peer: device.id, code: code, initiatedLocally: true, discoverable: discoverable, now: now)
         } catch {
-            return reply(call, error: HandoffError("PairingRefused", "\(error)"))
+            return completion(.failure(HandoffError("PairingRefused", "\(error)")))
         }
-        device.pairCall = call
+        device.pairCompletion = completion
         link.send(Frame(.pairRequest, ["name": .string(state.deviceName)]))
         askPerson(device, code: code)
     }
@@ -536,7 +508,7 @@ final class HandoffDaemon {
                            channelBinding: link.channelBinding)
     }
 
-    private func askPerson(_ device: Device, code: String) {
+    private func askPerson(_ device: DeviceObject, code: String) {
         device.agentAsked = true
         let answer: (Bool) -> Void = { [weak self, weak device] accepted in
             guard let self, let device else { return }
@@ -580,51 +552,57 @@ final class HandoffDaemon {
         }
         if case .cancelled = event { device.link?.send(Frame(.pairCancel)) }
         if case .timedOut = event { device.link?.send(Frame(.pairCancel)) }
-        let call = device.pairCall
-        device.pairCall = nil
+        // The person's Pair call is answered with the change; a pairing the peer started emits it directly.
+        let completion = device.pairCompletion ?? { [weak self, weak device] outcome in
+            guard let self, let device, case .success(let changes) = outcome, !changes.changed.isEmpty else { return }
+            self.emitDeviceChanged(device, changes.changed)
+        }
+        device.pairCompletion = nil
+        let because = reason.map { ": \($0)" } ?? ""
         switch event {
         case .paired:
             device.paired = true
             device.link?.isPaired = true
             persistDevice(device)
-            emitDeviceChanged(device, ["Paired"])
             log.info("paired with \(device.name) (\(device.id))")
-            if let call { reply(call) }
+            completion(.success(DeviceChanges(changed: [.paired])))
             device.link?.send(AdvertDecision.frame(for: advertised))
-        case .refused:
-            if let call { reply(call, error: HandoffError("PairingRefused", "pairing with \(device.name) was refused\(reason.map { ": \($0)" } ?? "")")) }
-        case .timedOut:
-            if let call { reply(call, error: HandoffError("PairingRefused", "nobody confirmed the pairing with \(device.name) in time")) }
-        case .cancelled:
-            if let call { reply(call, error: HandoffError("PairingRefused", "the pairing with \(device.name) was cancelled")) }
-        case .wentAway:
-            if let call { reply(call, error: HandoffError("ConnectionUnavailable", "\(device.name) went away during the pairing\(reason.map { ": \($0)" } ?? "")")) }
+        case .refused:   completion(.failure(HandoffError("PairingRefused", "pairing with \(device.name) was refused\(because)")))
+        case .timedOut:  completion(.failure(HandoffError("PairingRefused", "nobody confirmed the pairing with \(device.name) in time")))
+        case .cancelled: completion(.failure(HandoffError("PairingRefused", "the pairing with \(device.name) was cancelled")))
+        case .wentAway:  completion(.failure(HandoffError("ConnectionUnavailable", "\(device.name) went away during the pairing\(because)")))
         }
     }
 
-    func unpair(_ device: Device) {
+    /// Device.CancelPairing.
+    func cancelPairing(with device: DeviceObject) {
+        if let event = pairing.cancel(peer: device.id) { finishPairing(event) }
+    }
+
+    /// Device.Unpair; returns what changed.
+    func unpair(_ device: DeviceObject) -> [HandoffInterfaces.DeviceProperty] {
         if device.reachable {
             device.link?.send(Frame(.unpair))
         } else if !device.address.isEmpty {
             device.tellUnpair = true
         }
-        forget(device)
+        return forget(device)
     }
 
     private func receivedUnpair(on link: PeerLink) {
         guard let device = devices[link.peerDeviceID], device.paired else { return }
         log.info("\(device.name) unpaired this device")
-        forget(device)
+        emitDeviceChanged(device, forget(device))
     }
 
-    private func forget(_ device: Device) {
+    private func forget(_ device: DeviceObject) -> [HandoffInterfaces.DeviceProperty] {
         device.paired = false
         device.remoteActivity = nil
         device.currentActivity = [:]
         notifier?.withdraw(device.id)
         if device.tellUnpair { persistDevice(device) } else { state.devices[device.id] = nil; save() }
-        emitDeviceChanged(device, ["Paired", "CurrentActivity"])
         device.link?.close(reason: "unpaired")
+        return [.paired, .currentActivity]
     }
 
     // MARK: Adverts
@@ -644,7 +622,7 @@ final class HandoffDaemon {
         device.remoteActivity = activity
         let continuable = showAdvert(on: device)
         // The signal before the notification: the bus routes what it gets in order.
-        emitDeviceChanged(device, ["CurrentActivity"])
+        emitDeviceChanged(device, [.currentActivity])
         if let activity, continuable && state.notifyContinuable {
             notifier?.offerContinue(deviceID: device.id, title: activity.title, deviceName: device.name) { [weak self, weak device] in
                 guard let self, let device else { return }
@@ -659,7 +637,7 @@ final class HandoffDaemon {
 
     /// Sets the device's CurrentActivity from its advert, with whether it can be continued here.
     @discardableResult
-    func showAdvert(on device: Device) -> Bool {
+    func showAdvert(on device: DeviceObject) -> Bool {
         guard let activity = device.remoteActivity else {
             device.currentActivity = [:]
             return false
@@ -689,7 +667,7 @@ final class HandoffDaemon {
     }
 
     /// Receiver side: fetch from the origin, continue through the local useractivityd, tell the origin.
-    func continueActivity(on device: Device, options: [(String, TypedValue)], completion: @escaping (Result<String, HandoffError>) -> Void) {
+    func continueActivity(on device: DeviceObject, options: [(String, TypedValue)], completion: @escaping (Result<String, HandoffError>) -> Void) {
         guard device.paired else { return completion(.failure(HandoffError("NotPaired", "\(device.name) is not paired"))) }
         guard let link = device.link, device.reachable else {
             return completion(.failure(HandoffError("ConnectionUnavailable", "\(device.name) is not reachable")))

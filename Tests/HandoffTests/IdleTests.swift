@@ -17,15 +17,22 @@ struct IdleTests {
     }
 
     /// Enabled, listening, no device: nothing is due, so no timer is armed.
-    /// Load cannot wake a sleeping process, so the window's length is not a
-    /// race: a daemon with a periodic check wakes up in it (once a second,
-    /// before timers were armed only for pending work), one without does not.
+    /// Start-up work (replies, GLib's thread pool winding down) may come late
+    /// on a loaded machine, so the test first waits (up to a minute) for two
+    /// quiet seconds, which a daemon with a once-a-second check never has;
+    /// then it stays asleep. Load cannot wake a sleeping process.
     @Test func enabledWithNoDeviceItDoesNotWakeUp() throws {
         let stack = try HandoffStack("A")
         try stack.set("Enabled", .boolean(true))
         #expect(waitUntil(timeout: 20) { stack.port > 0 })
         let pid = try #require(stack.handoffd?.pid)
-        _ = try stack.call(HO.busName, HO.managerPath, "org.freedesktop.DBus.Peer", "Ping")
+        var quiet = false
+        for _ in 0..<30 where !quiet {
+            let before = contextSwitches(pid)
+            Thread.sleep(forTimeInterval: 2)
+            quiet = contextSwitches(pid) == before
+        }
+        #expect(quiet, "handoffd never stayed asleep for 2 s\n\(stack.handoffLog)")
         let before = contextSwitches(pid)
         Thread.sleep(forTimeInterval: 5)
         let after = contextSwitches(pid)
