@@ -38,6 +38,23 @@ final class DeviceObject {
     /// When each fetch gives up on an origin that keeps the link up but never answers.
     var fetchDeadlines: [UInt32: Int64] = [:]
     var reconnectAt: Int64 = 0
+    /// Activities this device fetched from here, with how many fetches are
+    /// unanswered: each fetch may be reported continued (or failed) once,
+    /// and nothing else may.
+    var fetchedFromHere: [String: Int] = [:]
+
+    /// A fetch of `id` was answered: one `continued` or `continue-failed` may follow.
+    func recordFetch(_ id: String) {
+        if fetchedFromHere[id] == nil && fetchedFromHere.count >= HandoffLimits.maximumFetchesAwaitingAnswer { fetchedFromHere.removeAll() }
+        fetchedFromHere[id, default: 0] += 1
+    }
+
+    /// Whether a report about `id` answers a fetch (and counts it as answered).
+    func takeFetch(_ id: String) -> Bool {
+        guard let count = fetchedFromHere[id] else { return false }
+        fetchedFromHere[id] = count > 1 ? count - 1 : nil
+        return true
+    }
     var path: String { HandoffInterfaces.devicePathPrefix + id }
     var reachable: Bool { link?.helloReceived == true && link?.isClosed == false }
     init(id: String) { self.id = id }

@@ -676,7 +676,7 @@ final class HandoffDaemon {
             return completion(.failure(HandoffError("HandoffFailed", "\(device.name) has no current activity")))
         }
         let request = nextRequest()
-        let timeout = options.first { $0.0 == "timeout-ms" }?.1.uint32Value ?? 10_000
+        let timeout = min(options.first { $0.0 == "timeout-ms" }?.1.uint32Value ?? 10_000, HandoffLimits.maximumTimeoutMilliseconds)
         device.fetches[request] = { [weak self] result in
             guard let self else { return }
             switch result {
@@ -707,21 +707,29 @@ final class HandoffDaemon {
         rescheduleTick()
     }
 
+    /// A frame from a peer that cannot be served: the link drops (logged once), nothing else is affected.
+    private func protocolError(_ link: PeerLink, _ what: String) {
+        link.close(reason: "\(link.address) sent \(what): disconnected")
+    }
+
     private func receivedContinuation(_ frame: Frame, on link: PeerLink) {
-        guard let device = devices[link.peerDeviceID] else { return }
+        guard let device = devices[link.peerDeviceID], device.paired else { return }
         switch frame.kind {
         case .fetch:
             let request = frame.uint32("request") ?? 0
             let id = frame.string("id") ?? ""
+            // The owner's SaveActivity may take as long as a local continuation allows, not more.
+            let timeout = min(frame.uint32("timeout-ms") ?? 10_000, HandoffLimits.maximumTimeoutMilliseconds)
             guard let advertised, advertised.id == id, let source = activitySource else {
                 link.send(Frame(.error, ["request": .uint32(request), "name": .string(HandoffInterfaces.errorPrefix + "HandoffFailed"),
                                          "message": .string("the activity ended or is no longer current")]))
                 return
             }
-            source.fetchForHandoff(activityID: advertised.id, timeoutMilliseconds: Int32(frame.uint32("timeout-ms") ?? 10_000)) { result in
+            source.fetchForHandoff(activityID: advertised.id, timeoutMilliseconds: Int32(timeout)) { result in
                 switch result {
                 case .success(let (type, properties)):
                     self.streams.grant(device: device.id, activityID: id, now: self.now)
+                    device.recordFetch(id)
                     if !link.send(Frame(.fetchReply, ["request": .uint32(request), "activity-type": .string(type), "properties": properties])) {
                         link.send(Frame(.error, ["request": .uint32(request), "name": .string(HandoffInterfaces.errorPrefix + "UserInfoTooLarge"),
                                                  "message": .string("the activity is larger than a handoff frame may be (\(FrameCodec.pairedLimit / 1024) KiB)")]))
@@ -733,19 +741,33 @@ final class HandoffDaemon {
                 }
             }
         case .fetchReply:
-            if let request = frame.uint32("request"), let completion = device.fetches.removeValue(forKey: request) {
-                device.fetchDeadlines[request] = nil
-                completion(.success(frame))
+            guard let request = frame.uint32("request"), let completion = device.fetches.removeValue(forKey: request) else { return }
+            device.fetchDeadlines[request] = nil
+            // Everything in it goes to useractivityd and on to an app: checked before libdbus sees it.
+            if let problem = HandoffLimits.problem(inPeerValue: frame.body["properties"] ?? .stringVariantDictionary([])) {
+                completion(.failure(HandoffError("HandoffFailed", "\(device.name) sent an activity that cannot be continued: \(problem)")))
+                return protocolError(link, "an activity with \(problem)")
             }
+            completion(.success(frame))
         case .error:
-            if let request = frame.uint32("request"), let completion = device.fetches.removeValue(forKey: request) {
-                device.fetchDeadlines[request] = nil
-                let name = frame.string("name") ?? ""
-                completion(.failure(HandoffError(name.hasPrefix(HandoffInterfaces.errorPrefix) ? name : "HandoffFailed", frame.string("message") ?? "")))
-            }
+            guard let request = frame.uint32("request"), let completion = device.fetches.removeValue(forKey: request) else { return }
+            device.fetchDeadlines[request] = nil
+            // Only the errors an origin may give are passed on, by a name libdbus accepts; anything else is HandoffFailed.
+            let name = frame.string("name") ?? ""
+            let known = HandoffLimits.originErrors.contains(name) ? name : "HandoffFailed"
+            completion(.failure(HandoffError(known, String((frame.string("message") ?? "").prefix(HandoffLimits.maximumMessageBytes)))))
+            if !DBusValueCheck.isValidErrorName(name) { protocolError(link, "an error reply whose name is not an error name") }
         case .continued:
-            if let id = frame.string("id"), let app = frame.string("app-id") { activitySource?.markContinued(activityID: id, byApp: app) }
+            // Only for an activity this device fetched from here, and once.
+            guard let id = frame.string("id"), device.takeFetch(id),
+                  let app = frame.string("app-id"), app.isEmpty || (try? ReverseDNSName.validate(app, as: "app-id")) != nil else {
+                return protocolError(link, "a continued frame for an activity it did not fetch")
+            }
+            activitySource?.markContinued(activityID: id, byApp: app)
         case .continueFailed:
+            guard let id = frame.string("id"), device.takeFetch(id) else {
+                return protocolError(link, "a continue-failed frame for an activity it did not fetch")
+            }
             receivedContinueFailed(frame, from: device)
         default: break
         }
