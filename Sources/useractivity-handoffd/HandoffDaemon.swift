@@ -618,7 +618,9 @@ final class HandoffDaemon {
 
     private func receivedAdvert(_ frame: Frame, on link: PeerLink) {
         guard let device = devices[link.peerDeviceID], device.paired else { return }
-        let activity = AdvertDecision.activity(from: frame)
+        let read = AdvertDecision.activity(from: frame)
+        let activity = read.flatMap(AdvertDecision.bounded)
+        if read != nil && activity == nil { return protocolError(link, "an advert over the service's limits") }
         device.remoteActivity = activity
         let continuable = showAdvert(on: device)
         // The signal before the notification: the bus routes what it gets in order.
@@ -642,7 +644,8 @@ final class HandoffDaemon {
             device.currentActivity = [:]
             return false
         }
-        let continuable = !activity.webpageURL.isEmpty || isContinuableHere(activity)
+        let continuable = AdvertDecision.refusalFromAnotherDevice(activityType: activity.activityType, webpageURL: activity.webpageURL) == nil
+            && (!activity.webpageURL.isEmpty || isContinuableHere(activity))
         device.currentActivity = [
             "activity-type": .string(activity.activityType), "app-id": .string(activity.appID),
             "title": .string(activity.title), "webpage-url": .string(activity.webpageURL),
@@ -675,6 +678,9 @@ final class HandoffDaemon {
         guard let remote = device.remoteActivity else {
             return completion(.failure(HandoffError("HandoffFailed", "\(device.name) has no current activity")))
         }
+        if let refusal = AdvertDecision.refusalFromAnotherDevice(activityType: remote.activityType, webpageURL: remote.webpageURL) {
+            return completion(.failure(HandoffError("HandoffFailed", refusal)))
+        }
         let request = nextRequest()
         let timeout = min(options.first { $0.0 == "timeout-ms" }?.1.uint32Value ?? 10_000, HandoffLimits.maximumTimeoutMilliseconds)
         device.fetches[request] = { [weak self] result in
@@ -684,6 +690,14 @@ final class HandoffDaemon {
             case .success(let reply):
                 guard let type = reply.string("activity-type"), let properties = reply.body["properties"] else {
                     return completion(.failure(HandoffError("HandoffFailed", "\(device.name) sent an incomplete activity")))
+                }
+                // What is continued is what the person saw, and only what may be opened from another device.
+                let fields = Dictionary(properties.stringVariantEntries ?? [], uniquingKeysWith: { $1 })
+                guard AdvertDecision.matches(remote, activityType: type, properties: fields) else {
+                    return completion(.failure(HandoffError("HandoffFailed", "\(device.name) sent another activity than the one it showed")))
+                }
+                if let refusal = AdvertDecision.refusalFromAnotherDevice(activityType: type, webpageURL: fields["webpage-url"]?.stringValue ?? "") {
+                    return completion(.failure(HandoffError("HandoffFailed", refusal)))
                 }
                 let relay = self.streamRelayPath(for: properties, from: device, activityID: remote.id)
                 let options = options + (relay.map { [("stream-relay", TypedValue.objectPath($0))] } ?? [])

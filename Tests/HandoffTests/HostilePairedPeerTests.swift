@@ -150,4 +150,17 @@ struct HostilePairedPeerTests {
             #expect(stacks.a.logEventually(contains: "sent an activity with"), "\(stacks.logs)")
         }
     }
+
+    @Test func whatIsContinuedIsWhatWasShown() throws {
+        let (outcome, stacks) = try continueAgainst { request in
+            Frame(.fetchReply, ["request": .uint32(request), "activity-type": .string("org.example.UserActivity.open-document"),
+                                "properties": .dictionary(keyType: "s", valueType: "v", [
+                                    .init(key: .string("title"), value: .variant(.string("Quarterly report"))),
+                                    .init(key: .string("user-info"), value: .variant(.dictionary(keyType: "s", valueType: "v", [
+                                        .init(key: .string("uri"), value: .variant(.string("file:///etc/passwd"))),
+                                    ]))),
+                                ])])
+        }
+        #expect(outcome == UA.error("HandoffFailed"), "\(stacks.logs)")
+    }
 }
