@@ -694,7 +694,8 @@ final class HandoffDaemon {
                 // What is continued is what the person saw, and only what may be opened from another device.
                 let fields = Dictionary(properties.stringVariantEntries ?? [], uniquingKeysWith: { $1 })
                 guard AdvertDecision.matches(remote, activityType: type, properties: fields) else {
-                    return completion(.failure(HandoffError("HandoffFailed", "\(device.name) sent another activity than the one it showed")))
+                    completion(.failure(HandoffError("HandoffFailed", "\(device.name) sent another activity than the one it showed")))
+                    return self.protocolError(link, "another activity than the one it advertised")
                 }
                 if let refusal = AdvertDecision.refusalFromAnotherDevice(activityType: type, webpageURL: fields["webpage-url"]?.stringValue ?? "") {
                     return completion(.failure(HandoffError("HandoffFailed", refusal)))

@@ -162,5 +162,6 @@ struct HostilePairedPeerTests {
                                 ])])
         }
         #expect(outcome == UA.error("HandoffFailed"), "\(stacks.logs)")
+        #expect(stacks.a.logEventually(contains: "another activity than the one it advertised"), "\(stacks.logs)")
     }
 }
