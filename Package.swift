@@ -69,7 +69,13 @@ let package = Package(
         .target(name: "HandoffCore", dependencies: ["TypedValues", "CGnuTLS"]),
         // The network-facing daemon: GIO TLS sockets on the GLib loop, GnuTLS
         // for its key, D-Bus objects of org.example.UserActivity.Handoff,
-        // Avahi (HandoffDiscovery) to find and be found.
+        // Avahi (HandoffDiscovery) to find and be found. The one exception to
+        // "C only through the wrappers": its network files (GIO.swift,
+        // PeerLink.swift, the listener in HandoffDaemon.swift, the stream
+        // relay's fd watch) call GIO's socket and TLS API directly, which no
+        // other module uses, so a wrapper in GLibSupport would be a second
+        // copy of that API for one caller. Everything else here imports the
+        // wrappers (GLibSupport, DBusKit).
         .executableTarget(name: "useractivity-handoffd", dependencies: [
             "HandoffCore", "HandoffDiscovery", "CGnuTLS", "CGLib", "DBusKit", "GLibSupport", "TypedValues", "UserActivityCore",
             "UserActivityInterfaces",

@@ -2,7 +2,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import CGLib
 import DBusKit
 import HandoffCore
 import GLibSupport
@@ -219,10 +218,9 @@ extension HandoffDaemon {
                 state.pendingPeers.append(address)
                 save()
             }
-            guard let client = socketClient, let certificate else { return }
-            let link = makeLink(role: .client, address: address)
+            // Answered when the link is up (or closed): a connect never completes synchronously.
+            guard let link = dial(address) else { return }
             pendingAddPeer.append((link, message))
-            link.connect(client: client.as(GSocketClient.self), certificate: certificate)
         case .resetIdentity:
             disable()
             for device in devices.values { emitInterfacesRemoved(device) }

@@ -101,6 +101,9 @@ final class HandoffDaemon {
         listenHost = parts.count == 2 ? String(parts[0]) : "0.0.0.0"
         listenPort = parts.count == 2 ? UInt16(parts[1]) ?? 0 : 0
         keepaliveSeconds = max(Int64(environment["USERACTIVITY_HANDOFF_KEEPALIVE_SECONDS"] ?? "") ?? 15, 1)
+        for warning in directory.tightenModes(files: [IdentityStore.keyFile, IdentityStore.certificateFile, "peers.ini"]) {
+            log.warning("\(warning)")
+        }
         let loaded = try directory.loadState()
         state = loaded.state
         for warning in loaded.warnings { log.warning("\(directory.file("peers.ini")): \(warning)") }

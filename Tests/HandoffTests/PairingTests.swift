@@ -192,4 +192,19 @@ struct PairingTests {
             #expect(mode == 0o600, "\(file)")
         }
     }
+
+    @Test func aKeyLeftReadableByOthersIsMadePrivateAtStart() throws {
+        let stack = try HandoffStack("A")
+        try stack.set("Enabled", .boolean(true))
+        let directory = stack.session.stateHome + "/useractivity/handoff"
+        stack.killHandoffd()
+        chmod(directory, 0o755)
+        chmod(directory + "/key.pem", 0o644)
+        try stack.startHandoffd()
+        for (path, wanted) in [(directory, 0o700), (directory + "/key.pem", 0o600)] {
+            #expect((try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) == wanted, "\(path)")
+        }
+        #expect(stack.logEventually(contains: "key.pem was readable by others"), "\(stack.handoffLog)")
+        #expect(try stack.managerProperty("Enabled") == .boolean(true))
+    }
 }
