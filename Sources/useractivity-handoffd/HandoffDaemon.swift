@@ -59,6 +59,8 @@ final class HandoffDaemon {
     var boundPort: UInt16 = 0
     var links: [PeerLink] = []
     var linkSerial = 0
+    var refusedSinceLog = 0
+    var refusalLogAllowedAt: Int64 = 0
     /// AddPeer calls waiting for the key of the device at an address.
     var pendingAddPeer: [(link: PeerLink, call: Message)] = []
     /// The next check of deadlines (pairing, fetches, keepalives, the
@@ -73,6 +75,8 @@ final class HandoffDaemon {
     var now: Int64 { scheduler.monotonic }
     var requestSerial: UInt32 = 0
     let keepaliveSeconds: Int64
+    /// How long a connection may take to authenticate (TLS handshake and hello).
+    let handshakeSeconds: Int64
     var discoverableWindow = DiscoverableWindow()
     var discoverable: Bool { discoverableWindow.isOn }
     var activitySource: ActivitySource?
@@ -101,6 +105,7 @@ final class HandoffDaemon {
         listenHost = parts.count == 2 ? String(parts[0]) : "0.0.0.0"
         listenPort = parts.count == 2 ? UInt16(parts[1]) ?? 0 : 0
         keepaliveSeconds = max(Int64(environment["USERACTIVITY_HANDOFF_KEEPALIVE_SECONDS"] ?? "") ?? 15, 1)
+        handshakeSeconds = max(Int64(environment["USERACTIVITY_HANDOFF_HANDSHAKE_SECONDS"] ?? "") ?? 10, 1)
         for warning in directory.tightenModes(files: [IdentityStore.keyFile, IdentityStore.certificateFile, "peers.ini"]) {
             log.warning("\(warning)")
         }
@@ -290,7 +295,12 @@ final class HandoffDaemon {
         }
         incomingHandler = connectIncoming(ref.raw) { [weak self] connection in
             guard let self, let connection, let certificate = self.certificate else { return }
-            let link = self.makeLink(role: .server, address: remoteAddress(of: connection))
+            let address = remoteAddress(of: connection)
+            // Not accepted: GIO drops the connection once the signal returns.
+            if let refusal = self.admissionRefusal(from: address) {
+                return self.logRefusal(refusal)
+            }
+            let link = self.makeLink(role: .server, address: address)
             link.accept(connection: connection, certificate: certificate)
         }
         g_socket_service_start(service)
@@ -300,10 +310,35 @@ final class HandoffDaemon {
 
     // MARK: Links
 
+    /// Connections that have not authenticated yet (handshake and hello):
+    /// at most this many in all, and from one address.
+    static let maximumUnauthenticated = 64
+    static let maximumUnauthenticatedPerAddress = 8
+
+    /// Why an incoming connection from `address` is not taken, or nil.
+    func admissionRefusal(from address: String) -> String? {
+        let waiting = links.filter { $0.role == .server && !$0.helloReceived && !$0.isClosed }
+        if waiting.count >= Self.maximumUnauthenticated { return "\(waiting.count) connections are still authenticating" }
+        let host = hostPart(of: address)
+        if waiting.lazy.filter({ hostPart(of: $0.address) == host }).count >= Self.maximumUnauthenticatedPerAddress {
+            return "\(Self.maximumUnauthenticatedPerAddress) connections from \(host) are still authenticating"
+        }
+        return nil
+    }
+
+    /// One log line per burst of refusals, not one per connection.
+    func logRefusal(_ reason: String) {
+        refusedSinceLog += 1
+        guard now >= refusalLogAllowedAt else { return }
+        log.warning("refusing new connections: \(reason) (\(refusedSinceLog) refused)")
+        refusedSinceLog = 0
+        refusalLogAllowedAt = now + 10_000_000
+    }
+
     func makeLink(role: PeerLink.Role, address: String) -> PeerLink {
         linkSerial += 1
         let link = PeerLink(role: role, serial: linkSerial, address: address, loop: loop, scheduler: scheduler, log: log,
-                            keepaliveSeconds: keepaliveSeconds) { [weak self] key in
+                            keepaliveSeconds: keepaliveSeconds, handshakeSeconds: handshakeSeconds) { [weak self] key in
             self?.acceptsKey(key, role: role) ?? false
         }
         // Each may add a deadline (a keepalive, a pairing, a fetch, a reconnect).
@@ -312,6 +347,7 @@ final class HandoffDaemon {
         link.onClosed = { [weak self] link, reason in self?.closed(link, reason: reason); self?.rescheduleTick() }
         link.onDataDrained = { [weak self] link in self?.streams.resume(link) }
         links.append(link)
+        rescheduleTick() // its handshake deadline
         return link
     }
 

@@ -67,8 +67,16 @@ final class PeerLink {
     private var readWatch: GLibSource?
     private var writeWatch: GLibSource?
 
+    /// When the link was made (monotonic µs) and how long its handshake and
+    /// hello may take: a connection that does not authenticate in time is
+    /// closed, so silent or slow clients cannot hold descriptors for long.
+    let createdAt: Int64
+    let handshakeDeadlineMicroseconds: Int64
+
     init(role: Role, serial: Int, address: String, loop: MainLoop, scheduler: Scheduler, log: Logger, keepaliveSeconds: Int64,
-         acceptsKey: @escaping ([UInt8]) -> Bool) {
+         handshakeSeconds: Int64, acceptsKey: @escaping ([UInt8]) -> Bool) {
+        createdAt = scheduler.monotonic
+        handshakeDeadlineMicroseconds = handshakeSeconds * 1_000_000
         self.role = role
         self.loop = loop
         self.serial = serial
@@ -344,11 +352,20 @@ final class PeerLink {
     // MARK: Liveness
 
     /// Called every second: keepalive, silence and stalled-frame timeouts.
-    /// When ``tick()`` next has something to do: nil before the handshake or once closed.
-    var nextDue: Int64? { isClosed || peerKeyID.isEmpty ? nil : liveness.nextDue }
+    /// When ``tick()`` next has something to do: the handshake deadline until
+    /// the peer's hello, then keepalives; nil once closed.
+    var nextDue: Int64? {
+        if isClosed { return nil }
+        let keepalive = peerKeyID.isEmpty ? Int64.max : liveness.nextDue
+        return helloReceived ? keepalive : min(keepalive, createdAt + handshakeDeadlineMicroseconds)
+    }
 
     func tick() {
-        guard !isClosed, !peerKeyID.isEmpty else { return }
+        guard !isClosed else { return }
+        if !helloReceived && scheduler.monotonic >= createdAt + handshakeDeadlineMicroseconds {
+            return close(reason: "\(address) did not complete the handshake within \(handshakeDeadlineMicroseconds / 1_000_000) s")
+        }
+        guard !peerKeyID.isEmpty else { return }
         switch liveness.action(now: scheduler.monotonic, midFrame: reader.isMidFrame) {
         case .nothing: break
         case .sendKeepalive: send(Frame(.keepalive))
