@@ -63,7 +63,7 @@ let package = Package(
         .target(name: "UserActivity", dependencies: ["DBusKit", "GLibSupport", "TypedValues", "UserActivityCore", "UserActivityInterfaces"]),
         .executableTarget(name: "UserActivityExample", dependencies: ["UserActivity"]),
         .executableTarget(name: "useractivityctl", dependencies: [
-            "DBusKit", "TypedValues", "UserActivityCore", "GLibSupport",
+            "DBusKit", "TypedValues", "UserActivityCore", "UserActivityInterfaces", "GLibSupport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
@@ -73,7 +73,13 @@ let package = Package(
         .target(name: "HandoffCore", dependencies: ["TypedValues", "CGnuTLS"]),
         // The network-facing daemon: GIO TLS sockets on the GLib loop, GnuTLS
         // for its key, D-Bus objects of org.example.UserActivity.Handoff,
-        // Avahi (HandoffDiscovery) to find and be found.
+        // Avahi (HandoffDiscovery) to find and be found. The one exception to
+        // "C only through the wrappers": its network files (GIO.swift,
+        // PeerLink.swift, the listener in HandoffDaemon.swift, the stream
+        // relay's fd watch) call GIO's socket and TLS API directly, which no
+        // other module uses, so a wrapper in GLibSupport would be a second
+        // copy of that API for one caller. Everything else here imports the
+        // wrappers (GLibSupport, DBusKit).
         .executableTarget(name: "useractivity-handoffd", dependencies: [
             "HandoffCore", "HandoffDiscovery", "CGnuTLS", "CGLib", "DBusKit", "GLibSupport", "TypedValues", "UserActivityCore",
             "UserActivityInterfaces",
@@ -100,18 +106,24 @@ let package = Package(
         // session logic on the Scheduler seam, and the executable that joins
         // them to stdin/stdout and the client library.
         .target(name: "BrowserHostProtocol", dependencies: ["UserActivityCore"]),
-        .target(name: "BrowserHost", dependencies: ["BrowserHostProtocol", "GLibSupport", "CGLib"]),
+        .target(name: "BrowserHost", dependencies: ["BrowserHostProtocol", "GLibSupport"]),
         .executableTarget(name: "useractivity-browser-host", dependencies: [
-            "BrowserHost", "BrowserHostProtocol", "UserActivity", "UserActivityCore", "GLibSupport", "CGLib",
+            "BrowserHost", "BrowserHostProtocol", "UserActivity", "UserActivityCore", "GLibSupport",
         ]),
 
         // Test helpers: private dbus-daemon, child processes, fixture apps, a bus client.
         .target(name: "TestSupport", dependencies: ["DBusKit", "TypedValues"], path: "Tests/TestSupport", exclude: ["README.md"]),
+        // Seeded generators and parser properties, shared by the hardening tests,
+        // the store tests, the libFuzzer harnesses (Fuzz/, symlinked) and the benchmarks.
+        .target(name: "FuzzGenerators", dependencies: ["TypedValues", "UserActivityCore", "ActivityStore"], path: "Tests/FuzzGenerators"),
+        // Time moved by hand for tests (ManualScheduler), kept out of the product library.
+        .target(name: "SchedulerTestSupport", dependencies: ["GLibSupport", "DBusKit"], path: "Tests/SchedulerTestSupport"),
         .testTarget(name: "UserActivityCoreTests", dependencies: ["UserActivityCore", "TypedValues", "GLibSupport"]),
-        .testTarget(name: "ActivityStoreTests", dependencies: ["ActivityStore", "TypedValues"]),
-        .testTarget(name: "GLibSupportTests", dependencies: ["GLibSupport", "CGLib", "DBusKit", "TestSupport"]),
+        .testTarget(name: "ActivityStoreTests", dependencies: ["ActivityStore", "TypedValues", "FuzzGenerators"]),
+        .testTarget(name: "GLibSupportTests", dependencies: ["GLibSupport", "CGLib", "DBusKit", "TestSupport", "SchedulerTestSupport"]),
         .testTarget(name: "DBusDispatchTests", dependencies: [
             "UserActivityService", "UserActivityInterfaces", "DBusKit", "GLibSupport", "TestSupport", "TypedValues", "ActivityStore",
+            "SchedulerTestSupport",
         ]),
         .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "DBusKit", "TypedValues"]),
         .testTarget(name: "UserActivityTests", dependencies: ["UserActivity", "TestSupport", "DBusKit", "TypedValues"]),
@@ -124,11 +136,11 @@ let package = Package(
         // Real sandboxes: bwrap + xdg-dbus-proxy (Flatpak) and snap cgroups, around the built daemon.
         .testTarget(name: "SandboxTests", dependencies: ["TestSupport"]),
         .testTarget(name: "DiscoveryTests", dependencies: ["TestSupport", "HandoffDiscovery", "TypedValues", "DBusKit"]),
-        .testTarget(name: "HardeningTests", dependencies: ["TestSupport", "DBusKit", "TypedValues", "UserActivityCore", "UserActivityService", "UserActivityInterfaces", "GLibSupport", "ActivityStore", "UserActivity"]),
+        .testTarget(name: "HardeningTests", dependencies: ["TestSupport", "DBusKit", "TypedValues", "UserActivityCore", "UserActivityService", "UserActivityInterfaces", "GLibSupport", "ActivityStore", "UserActivity", "FuzzGenerators"]),
         .testTarget(name: "HandoffCoreTests", dependencies: ["HandoffCore", "TypedValues"]),
-        .testTarget(name: "HandoffTests", dependencies: ["TestSupport", "DBusKit", "TypedValues"]),
+        .testTarget(name: "HandoffTests", dependencies: ["TestSupport", "DBusKit", "TypedValues", "HandoffCore"]),
         // The browser host: protocol property tests, coalescing on a ManualScheduler, the built host on a private bus.
-        .testTarget(name: "BrowserHostTests", dependencies: ["BrowserHost", "BrowserHostProtocol", "GLibSupport", "TestSupport", "DBusKit", "TypedValues"]),
+        .testTarget(name: "BrowserHostTests", dependencies: ["BrowserHost", "BrowserHostProtocol", "GLibSupport", "SchedulerTestSupport", "TestSupport", "DBusKit", "TypedValues"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -8,9 +8,8 @@
 #   - awaiting replies: ReplyTable against libdbus's pending calls
 #     (dbus_connection_send_with_reply), 100 calls in flight to the bus;
 #   - a main-loop wake-up of a connection: a GLib fd source that may recurse,
-#     what the libdbus bridge uses, the same source blocked while it is
-#     dispatched (GLib's default), and the retired hand-written PollSource
-#     (kept only in the bench, as RetiredPollSource, for this comparison).
+#     what the libdbus bridge uses, and the same source blocked while it is
+#     dispatched (GLib's default).
 # Each figure is (instructions of ROUNDS rounds - instructions of 0 rounds) /
 # ROUNDS, so start-up is not counted; "empty" rows are the same run's baseline
 # (an argument-less signal; the socket write and read without a loop).
@@ -47,8 +46,8 @@ for message in properties-changed interfaces-added large; do
     printf '%-20s iterators %9d   empty signal %7d\n' "$message" "$(per_round --encode iterators "$message")" \
         "$(per_round --encode empty "$message")"
 done
-printf '%-20s GLib fd source %9d   blocked while dispatched %9d   retired PollSource %10d   no loop %7d\n' "wake-up" \
-    "$(per_round --poll glib)" "$(per_round --poll glib-blocked)" "$(per_round --poll pollsource)" "$(per_round --poll empty)"
+printf '%-20s GLib fd source %9d   blocked while dispatched %9d   no loop %7d\n' "wake-up" \
+    "$(per_round --poll glib)" "$(per_round --poll glib-blocked)" "$(per_round --poll empty)"
 # callgrind does not see the kernel: the wake-up's system calls, by strace.
 if command -v strace >/dev/null; then
     syscalls() {
@@ -56,8 +55,8 @@ if command -v strace >/dev/null; then
         awk '$NF == "total" { print $4 }' "$work/strace"
     }
     calls() { echo "scale=1; ($(syscalls "$1" "$count") - $(syscalls "$1" 0)) / $count" | bc; }
-    printf '%-20s GLib fd source %9s   blocked while dispatched %9s   retired PollSource %10s   no loop %7s   (system calls)\n' "wake-up" \
-        "$(calls glib)" "$(calls glib-blocked)" "$(calls pollsource)" "$(calls empty)"
+    printf '%-20s GLib fd source %9s   blocked while dispatched %9s   no loop %7s   (system calls)\n' "wake-up" \
+        "$(calls glib)" "$(calls glib-blocked)" "$(calls empty)"
 fi
 mkdir -p "$work/runtime" && chmod 700 "$work/runtime"
 on_bus="env -i PATH=$PATH HOME=$work XDG_RUNTIME_DIR=$work/runtime dbus-run-session --"

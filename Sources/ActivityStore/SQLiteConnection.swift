@@ -218,10 +218,6 @@ struct Statement {
         try connection.check(rc, "sqlite3_bind_blob")
     }
 
-    func bindNull(_ index: Int32) throws(StoreError) {
-        try connection.check(sqlite3_bind_null(handle, index), "sqlite3_bind_null")
-    }
-
     func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
 
     func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }

@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: Apache-2.0
-import CGLib
 import GLibSupport
 #if canImport(Glibc)
 import Glibc
@@ -47,7 +46,7 @@ public final class OutputQueue {
             if written < 0 && errno == EINTR { continue }
             if written < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
                 if watch == nil {
-                    watch = loop.onFileDescriptor(fd, condition: G_IO_OUT) { [weak self] _ in
+                    watch = loop.onFileDescriptor(fd, events: .writable) { [weak self] in
                         guard let self else { return false }
                         self.watch = nil
                         self.drain()

@@ -267,11 +267,6 @@ public final class Connection: @unchecked Sendable {
         }
     }
 
-    /// Sets how large an incoming message may be (the bus enforces its own limit too).
-    public func setMaximumMessageSize(_ bytes: Int) {
-        dbus_connection_set_max_message_size(pointer, bytes)
-    }
-
     /// Sets how many file descriptors an incoming message may carry. libdbus
     /// accepts 16 and drops the whole connection for a message with more, so a
     /// bus configured to pass more (`max_message_unix_fds`) would let any

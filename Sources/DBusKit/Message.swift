@@ -75,8 +75,14 @@ public final class Message: @unchecked Sendable {
     }
 
     /// An error reply for `call`.
+    /// A name libdbus would abort on (one from another device, say) becomes
+    /// `org.freedesktop.DBus.Error.Failed`, the name kept in the text.
     public static func error(to call: Message, name: String, message: String) -> Message {
-        Message(takingOwnershipOf: dbus_message_new_error(call.pointer, name, message))
+        guard DBusValueCheck.isValidErrorName(name) else {
+            let text = "\(name.prefix(255).map { $0.isASCII && !$0.isWhitespace ? String($0) : "?" }.joined()): \(message)"
+            return Message(takingOwnershipOf: dbus_message_new_error(call.pointer, DBusFailure.failed, text))
+        }
+        return Message(takingOwnershipOf: dbus_message_new_error(call.pointer, name, message))
     }
 
     // MARK: Header fields
@@ -157,6 +163,7 @@ public final class Message: @unchecked Sendable {
     public func append(_ values: [TypedValue]) throws(DBusFailure) {
         guard !values.isEmpty else { return }
         var iterator = DBusMessageIter()
+        for value in values { try DBusValueCheck.check(value) }
         dbus_message_iter_init_append(pointer, &iterator)
         for value in values { try MessageWriter.write(value, to: &iterator) }
     }

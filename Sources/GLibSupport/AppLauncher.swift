@@ -78,15 +78,6 @@ public enum AppLauncher {
         try launch(appInfo: info, uris: uris, environment: environment, what: path)
     }
 
-    /// The desktop-file ID (without `.desktop`) of the user's default handler
-    /// for a URI scheme, as `mimeapps.list` and the installed entries decide
-    /// (`x-scheme-handler/<scheme>`); nil when there is none.
-    public static func defaultHandler(forURIScheme scheme: String) -> String? {
-        guard let info = g_app_info_get_default_for_uri_scheme(scheme) else { return nil }
-        defer { g_object_unref(UnsafeMutableRawPointer(info)) }
-        return appID(of: info)
-    }
-
     /// Opens `uri` with the user's default handler for its scheme.
     ///
     /// - Returns: The handler's app ID (desktop-file ID without `.desktop`),

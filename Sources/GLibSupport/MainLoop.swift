@@ -129,6 +129,14 @@ public final class MainLoop {
         return GLibSource(attaching: source, to: context)
     }
 
+    /// The same watch for callers that do not import GLib: `events` in
+    /// Swift's terms instead of a `GIOCondition`.
+    @discardableResult
+    public func onFileDescriptor(_ fd: Int32, events: DescriptorEvents, nested: NestedDispatch = .blocked,
+                                 _ action: @escaping () -> Bool) -> GLibSource {
+        onFileDescriptor(fd, condition: GIOCondition(events.rawValue), nested: nested) { _ in action() }
+    }
+
     private func attach(_ source: UnsafeMutablePointer<GSource>, _ action: @escaping () -> Bool) -> GLibSource {
         let box = Unmanaged.passRetained(CallbackBox(action)).toOpaque()
         g_source_set_callback(source, { data in
@@ -207,3 +215,13 @@ final class FDCallbackBox {
 
 /// Wall-clock time in microseconds since the Unix epoch (`g_get_real_time`).
 public func currentTimeMicroseconds() -> Int64 { Int64(g_get_real_time()) }
+
+/// What a descriptor watch waits for (GLib's `GIOCondition` bits).
+public struct DescriptorEvents: OptionSet, Sendable {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+    public static let readable = DescriptorEvents(rawValue: G_IO_IN.rawValue)
+    public static let writable = DescriptorEvents(rawValue: G_IO_OUT.rawValue)
+    public static let hangUp = DescriptorEvents(rawValue: G_IO_HUP.rawValue)
+    public static let error = DescriptorEvents(rawValue: G_IO_ERR.rawValue)
+}

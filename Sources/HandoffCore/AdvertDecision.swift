@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import TypedValues
 
 /// What the local service says about the current activity, as far as handoff cares.
 public struct LocalActivity: Sendable, Equatable {
@@ -59,5 +60,57 @@ public enum AdvertDecision {
         return LocalActivity(id: id, activityType: type, appID: frame.string("app-id") ?? "",
                              title: frame.string("title") ?? "", webpageURL: frame.string("webpage-url") ?? "",
                              timestamp: frame.int64("timestamp") ?? 0, eligibleForHandoff: true)
+    }
+
+    // MARK: What another device may have continued here
+
+    /// The service's own limits on what an advert shows (title 1 KiB, other
+    /// texts 64 KiB, reverse-DNS names 255 bytes).
+    public static let maximumTitleBytes = 1024
+    public static let maximumURLBytes = 64 * 1024
+    public static let maximumNameBytes = 255
+
+    /// The system type whose URI names a file: from another device it would
+    /// name a path or share on that machine, which is never opened here.
+    public static let openDocumentType = "org.example.UserActivity.open-document"
+
+    /// An advert within the limits, its title cut to ``maximumTitleBytes`` on
+    /// a character boundary; nil when a field is over its limit (a protocol error).
+    public static func bounded(_ activity: LocalActivity) -> LocalActivity? {
+        guard activity.id.utf8.count <= 64, activity.activityType.utf8.count <= maximumNameBytes, activity.appID.utf8.count <= maximumNameBytes,
+              activity.webpageURL.utf8.count <= maximumURLBytes else { return nil }
+        var bounded = activity
+        if bounded.title.utf8.count > maximumTitleBytes {
+            var title = ""
+            for character in bounded.title {
+                guard title.utf8.count + character.utf8.count <= maximumTitleBytes else { break }
+                title.append(character)
+            }
+            bounded.title = title
+        }
+        return bounded
+    }
+
+    /// Why an activity from another device is not continued here, or nil:
+    /// only `http(s)` web pages are opened from another device, and an
+    /// open-document is not continued (its URI names the other machine's file).
+    public static func refusalFromAnotherDevice(activityType: String, webpageURL: String) -> String? {
+        if activityType == openDocumentType { return "a document on another device is not opened here" }
+        guard !webpageURL.isEmpty else { return nil }
+        let scheme = webpageURL.prefix { $0 != ":" }.lowercased()
+        guard webpageURL.contains(":"), scheme == "http" || scheme == "https" else {
+            return "only http and https web pages are opened from another device"
+        }
+        return nil
+    }
+
+    /// Whether what a fetch returned is what the advert showed: the same
+    /// type, app and web page, which decide what opens here (a device that
+    /// shows one thing and hands over another is refused). The title is not
+    /// compared: the owner's SaveActivity (NeedsSave), asked just before the
+    /// activity leaves, may rename it.
+    public static func matches(_ advert: LocalActivity, activityType: String, properties: [String: TypedValue]) -> Bool {
+        func text(_ key: String) -> String { properties[key]?.stringValue ?? "" }
+        return activityType == advert.activityType && text("app-id") == advert.appID && text("webpage-url") == advert.webpageURL
     }
 }

@@ -188,6 +188,29 @@ public struct StateDirectory: Sendable {
 
     public func file(_ name: String) -> String { path + "/" + name }
 
+    /// Makes the directory (0700) and the files in it (0600) private again
+    /// when something loosened them, as ssh would insist; returns one warning
+    /// per change (empty when all was private or nothing exists yet). The
+    /// key is still used: refusing would turn Handoff off for a mode the
+    /// daemon can repair, while the key may already have been read by others,
+    /// which the warning says.
+    public func tightenModes(files: [String]) -> [String] {
+        var warnings: [String] = []
+        func tighten(_ target: String, to mode: mode_t) {
+            var info = stat()
+            guard lstat(target, &info) == 0, (info.st_mode & S_IFMT) != S_IFLNK, info.st_mode & 0o077 != 0 else { return }
+            let was = String(info.st_mode & 0o777, radix: 8)
+            if chmod(target, mode) == 0 {
+                warnings.append("\(target) was readable by others (mode \(was)); made it \(String(mode, radix: 8)). If others could read it, consider ResetIdentity.")
+            } else {
+                warnings.append("\(target) is readable by others (mode \(was)) and cannot be changed: \(String(cString: strerror(errno)))")
+            }
+        }
+        tighten(path, to: 0o700)
+        for name in files { tighten(file(name), to: 0o600) }
+        return warnings
+    }
+
     public func exists(_ name: String) -> Bool { access(file(name), F_OK) == 0 }
 
     /// The file's bytes, nil when it does not exist.

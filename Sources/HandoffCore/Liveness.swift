@@ -30,6 +30,9 @@ public struct LinkLiveness: Sendable, Equatable {
         if now - lastSent >= keepaliveMicroseconds { return .sendKeepalive }
         return .nothing
     }
+
+    /// When ``action(now:midFrame:)`` next has something to do (unless a frame moves it later).
+    public var nextDue: Int64 { min(lastSent + keepaliveMicroseconds, lastReceived + timeoutMicroseconds) }
 }
 
 /// Discoverable turns itself off after its timeout (0 = never).
@@ -42,6 +45,11 @@ public struct DiscoverableWindow: Sendable, Equatable {
     public mutating func set(_ on: Bool, now: Int64) {
         isOn = on
         since = now
+    }
+
+    /// When it turns itself off; nil while off or without a timeout.
+    public func nextDue(timeoutSeconds: UInt32) -> Int64? {
+        isOn && timeoutSeconds > 0 ? since + Int64(timeoutSeconds) * 1_000_000 : nil
     }
 
     /// True when it just turned itself off.

@@ -1,18 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
 
-/// Time for timeouts and keepalives, behind a seam so tests drive it.
-public protocol HandoffClock: AnyObject {
-    /// Monotonic microseconds.
-    var nowMicroseconds: Int64 { get }
-}
-
-/// A clock tests advance by hand.
-public final class ManualClock: HandoffClock, @unchecked Sendable {
-    public var nowMicroseconds: Int64
-    public init(_ start: Int64 = 1_000_000) { nowMicroseconds = start }
-    public func advance(seconds: Double) { nowMicroseconds += Int64(seconds * 1_000_000) }
-}
-
 /// One pairing in progress.
 public struct PairingAttempt: Sendable, Equatable {
     public var peer: String
@@ -48,12 +35,15 @@ public enum PairingEvent: Sendable, Equatable {
     case refused(peer: String)
     /// Nobody answered within the timeout.
     case timedOut(peer: String)
-    /// Cancelled here or by the peer, or its link went away.
+    /// Cancelled here or by the peer.
     case cancelled(peer: String)
+    /// The peer's link closed before both answered: the device went away.
+    case wentAway(peer: String)
 }
 
 /// Pairing rules: one at a time, requests from peers only while
-/// Discoverable, rate-limited, a deadline on an injected clock.
+/// Discoverable, rate-limited, a deadline on the caller's clock (every
+/// method takes `now`, monotonic microseconds).
 public struct PairingMachine: Sendable {
     public private(set) var current: PairingAttempt?
     public let timeoutMicroseconds: Int64
@@ -105,6 +95,13 @@ public struct PairingMachine: Sendable {
         guard current?.peer == peer else { return nil }
         current = nil
         return .cancelled(peer: peer)
+    }
+
+    /// The peer's link closed while the attempt was open.
+    public mutating func peerWentAway(_ peer: String) -> PairingEvent? {
+        guard current?.peer == peer else { return nil }
+        current = nil
+        return .wentAway(peer: peer)
     }
 
     /// Ends an attempt past its deadline (call on a timer).

@@ -36,11 +36,11 @@ internal import UserActivityInterfaces
 /// by the service without it; a plain host process must name itself, and the
 /// desktop entry must be installed.
 public final class UserActivityClient: @unchecked Sendable {
-    static let busName = "org.example.UserActivity"
-    static let managerPath = "/org/example/UserActivity"
-    static let managerInterface = "org.example.UserActivity"
-    static let activityInterface = "org.example.UserActivity.Activity"
-    static let handlerInterface = "org.example.UserActivity.Handler"
+    static let busName = Interfaces.busName
+    static let managerPath = Interfaces.managerPath
+    static let managerInterface = Interfaces.managerName
+    static let activityInterface = Interfaces.activityName
+    static let handlerInterface = Interfaces.handlerName
     /// How long after the service went away the client starts it again.
     static let restartDelayMilliseconds: UInt32 = 500
     /// How long property changes from other threads are collected into one Update.

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import DBusKit
+internal import UserActivityInterfaces
 
 /// An error from the user-activity service, or from the library on its way
 /// there, with the D-Bus error name and the service's own words.
@@ -22,7 +23,7 @@ public struct UserActivityError: Error, Sendable, Equatable, CustomStringConvert
         public init(rawValue: String) { self.rawValue = rawValue }
         public var description: String { rawValue }
 
-        private static func service(_ name: String) -> Code { Code(rawValue: "org.example.UserActivity.Error." + name) }
+        private static func service(_ name: String) -> Code { Code(rawValue: ErrorNames.prefix + name) }
 
         // The service's errors (the spec's table).
         /// A bad type string, an unknown key, a value of the wrong type, a malformed URL.

@@ -29,8 +29,6 @@ public struct ServiceConfiguration: Sendable {
     /// Tests: when it returns a failure for a sender, that is the bus's answer
     /// to the identity lookup (`GetConnectionCredentials`) instead of asking.
     public var identityLookupFault: (@Sendable (_ sender: String) -> DBusFailure?)?
-    /// Wall-clock time in Unix microseconds.
-    public var clock: @Sendable () -> Int64 = { currentTimeMicroseconds() }
 
     public init(applicationDirectories: [String], stateDirectory: String?) {
         self.applicationDirectories = applicationDirectories
@@ -142,9 +140,9 @@ public final class UserActivityService {
     ]
 
     /// - Parameter scheduler: time for expiry, donation batching and
-    ///   continuation deadlines; GLib's on `loop` with `configuration.clock` unless given.
+    ///   continuation deadlines; GLib's on `loop` unless given (the one clock).
     public init(bus: Connection, loop: MainLoop, scheduler: Scheduler? = nil, configuration: ServiceConfiguration, log: Logger) throws {
-        let scheduler = scheduler ?? GLibScheduler(loop: loop, clock: configuration.clock)
+        let scheduler = scheduler ?? GLibScheduler(loop: loop)
         var configuration = configuration
         // URLs are judged by GLib's RFC 3986 parser, as GIO will open them.
         configuration.limits.isValidURL = { GLibURI.isValid($0, webOnly: $1) }

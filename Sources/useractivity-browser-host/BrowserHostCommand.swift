@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import BrowserHost
 import BrowserHostProtocol
-import CGLib
 import Foundation
 import GLibSupport
 import UserActivity
@@ -57,7 +56,7 @@ enum BrowserHostCommand {
         let stdinFlags = fcntl(0, F_GETFL)
         if stdinFlags >= 0 { _ = fcntl(0, F_SETFL, stdinFlags | O_NONBLOCK) }
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-        let input = loop.onFileDescriptor(0, condition: GIOCondition(G_IO_IN.rawValue | G_IO_HUP.rawValue | G_IO_ERR.rawValue)) { _ in
+        let input = loop.onFileDescriptor(0, events: [.readable, .hangUp, .error]) {
             while true {
                 let count = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
                 if count > 0 {

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-import CGLib
+import GLibSupport
 import DBusKit
 import HandoffCore
 import Logging
 import TypedValues
+import UserActivityInterfaces
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -157,11 +158,6 @@ final class EitherLockMonitor: SessionLockMonitor {
 /// connection); anything else, or a change the copies cannot follow, falls
 /// back to reading the properties again.
 final class ActivitySource {
-    static let service = "org.example.UserActivity"
-    static let managerPath = "/org/example/UserActivity"
-    static let managerInterface = "org.example.UserActivity"
-    static let activityInterface = "org.example.UserActivity.Activity"
-    static let activityPathPrefix = managerPath + "/activity/"
     /// The Activity properties an advert is made of; the rest (user info, up to
     /// 64 KiB each) is not kept.
     static let advertFields: Set<String> = ["ActivityType", "AppId", "Title", "WebpageURL", "EligibleForHandoff"]
@@ -169,6 +165,8 @@ final class ActivitySource {
     private let bus: Connection
     private let log: Logger
     private let changed: () -> Void
+    /// The advert's timestamp is when the activity became current, on the wall clock.
+    private let scheduler: Scheduler
     let lock: SessionLockMonitor
     private(set) var current: LocalActivity?
     private(set) var conditions = AdvertConditions()
@@ -182,17 +180,18 @@ final class ActivitySource {
     /// ``advertFields`` of each live activity, by object path.
     private var activities: [String: [String: TypedValue]] = [:]
 
-    init(bus: Connection, log: Logger, lock: SessionLockMonitor? = nil, changed: @escaping () -> Void) {
+    init(bus: Connection, log: Logger, scheduler: Scheduler, lock: SessionLockMonitor? = nil, changed: @escaping () -> Void) {
         self.bus = bus
+        self.scheduler = scheduler
         self.log = log
         self.lock = lock ?? ScreenSaverLockMonitor(bus: bus)
         self.changed = changed
     }
 
     func start() throws {
-        try bus.addMatch("type='signal',sender='\(Self.service)',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'")
-        try bus.addMatch("type='signal',sender='\(Self.service)',interface='org.freedesktop.DBus.ObjectManager'")
-        try bus.addMatch("type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(Self.service)'")
+        try bus.addMatch("type='signal',sender='\(Interfaces.busName)',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'")
+        try bus.addMatch("type='signal',sender='\(Interfaces.busName)',interface='org.freedesktop.DBus.ObjectManager'")
+        try bus.addMatch("type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(Interfaces.busName)'")
         try lock.start { [weak self] in self?.recompute() }
         introduce()
         refresh()
@@ -202,7 +201,7 @@ final class ActivitySource {
     /// this connection to the service's activity signals (it sends them only
     /// to connections that asked). The reply gives the activities that already exist.
     private func introduce() {
-        let call = Message.methodCall(destination: Self.service, path: Self.managerPath,
+        let call = Message.methodCall(destination: Interfaces.busName, path: Interfaces.managerPath,
                                       interface: "org.freedesktop.DBus.ObjectManager", member: "GetManagedObjects")
         call.allowsAutoStart = false
         bus.callAsync(call, timeoutMilliseconds: 10_000) { [weak self] result in
@@ -212,7 +211,7 @@ final class ActivitySource {
             var activities: [String: [String: TypedValue]] = [:]
             for object in objects {
                 guard let path = object.key.objectPathValue, case .dictionary(_, _, let interfaces) = object.value,
-                      let properties = interfaces.first(where: { $0.key.stringValue == Self.activityInterface })?.value.stringVariantEntries
+                      let properties = interfaces.first(where: { $0.key.stringValue == Interfaces.activityName })?.value.stringVariantEntries
                 else { continue }
                 activities[path] = Self.advertPart(of: properties)
             }
@@ -239,7 +238,7 @@ final class ActivitySource {
         guard message.kind == .signal, let path = message.path else { return false }
         if message.member == "NameOwnerChanged" && message.interface == "org.freedesktop.DBus",
            message.sender == "org.freedesktop.DBus", let arguments = try? message.arguments(),
-           arguments.count == 3, arguments[0].stringValue == Self.service {
+           arguments.count == 3, arguments[0].stringValue == Interfaces.busName {
             serviceOwner = arguments[2].stringValue ?? ""
             manager = nil
             activities = [:]
@@ -252,18 +251,18 @@ final class ActivitySource {
         case ("org.freedesktop.DBus.ObjectManager", "InterfacesAdded"?) where fromService:
             guard let arguments = try? message.arguments(), arguments.count == 2, let added = arguments[0].objectPathValue,
                   case .dictionary(_, _, let interfaces) = arguments[1],
-                  let properties = interfaces.first(where: { $0.key.stringValue == Self.activityInterface })?.value.stringVariantEntries
+                  let properties = interfaces.first(where: { $0.key.stringValue == Interfaces.activityName })?.value.stringVariantEntries
             else { return false }
             activities[added] = Self.advertPart(of: properties)
         case ("org.freedesktop.DBus.ObjectManager", "InterfacesRemoved"?) where fromService:
             if let removed = (try? message.arguments())?.first?.objectPathValue { activities[removed] = nil }
         case ("org.freedesktop.DBus.Properties", "PropertiesChanged"?):
-            if path == Self.managerPath {
+            if path == Interfaces.managerPath {
                 guard fromService, let changes = Self.changes(in: message), var next = manager else { refresh(); break }
                 for (name, value) in changes { next[name] = value }
                 manager = next
                 follow(next)
-            } else if path.hasPrefix(Self.activityPathPrefix) {
+            } else if path.hasPrefix(Interfaces.activityPathPrefix) {
                 let changes = fromService ? Self.changes(in: message) : nil
                 if let changes, var known = activities[path] {
                     for (name, value) in changes where Self.advertFields.contains(name) { known[name] = value }
@@ -307,8 +306,8 @@ final class ActivitySource {
     func refresh() {
         generation += 1
         let mine = generation
-        let call = try? Message.methodCall(destination: Self.service, path: Self.managerPath, interface: "org.freedesktop.DBus.Properties",
-                                           member: "GetAll", arguments: [.string(Self.managerInterface)])
+        let call = try? Message.methodCall(destination: Interfaces.busName, path: Interfaces.managerPath, interface: "org.freedesktop.DBus.Properties",
+                                           member: "GetAll", arguments: [.string(Interfaces.managerName)])
         guard let call else { return }
         call.allowsAutoStart = false
         bus.callAsync(call, timeoutMilliseconds: 10_000) { [weak self] result in
@@ -327,8 +326,8 @@ final class ActivitySource {
     }
 
     private func readActivity(_ path: String, manager: [String: TypedValue], generation mine: Int) {
-        let read = try? Message.methodCall(destination: Self.service, path: path, interface: "org.freedesktop.DBus.Properties",
-                                           member: "GetAll", arguments: [.string(Self.activityInterface)])
+        let read = try? Message.methodCall(destination: Interfaces.busName, path: path, interface: "org.freedesktop.DBus.Properties",
+                                           member: "GetAll", arguments: [.string(Interfaces.activityName)])
         guard let read else { return }
         read.allowsAutoStart = false
         bus.callAsync(read, timeoutMilliseconds: 10_000) { [weak self] result in
@@ -348,7 +347,7 @@ final class ActivitySource {
         next.blockedActivityTypes = manager["BlockedActivityTypes"]?.stringArray ?? []
         next.sessionLocked = lock.isLocked
         conditions = next
-        if path != currentPath { currentSince = Int64(g_get_real_time()) }
+        if path != currentPath { currentSince = scheduler.now }
         currentPath = path
         if path == "/" || properties.isEmpty {
             current = nil
@@ -371,7 +370,7 @@ final class ActivitySource {
                              completion: @escaping (Result<[TypedValue], HandoffError>) -> Void) {
         let message: Message
         do {
-            message = try Message.methodCall(destination: Self.service, path: Self.managerPath, interface: Self.managerInterface,
+            message = try Message.methodCall(destination: Interfaces.busName, path: Interfaces.managerPath, interface: Interfaces.managerName,
                                              member: member, arguments: arguments)
         } catch {
             return completion(.failure(HandoffError("HandoffFailed", "\(error)")))
@@ -387,7 +386,7 @@ final class ActivitySource {
     /// Origin side: the payload after NeedsSave (FetchForHandoff).
     func fetchForHandoff(activityID: String, timeoutMilliseconds: Int32,
                          completion: @escaping (Result<(String, TypedValue), HandoffError>) -> Void) {
-        managerCall("FetchForHandoff", [.objectPath(Self.managerPath + "/activity/" + activityID),
+        managerCall("FetchForHandoff", [.objectPath(Interfaces.activityPathPrefix + activityID),
                                         .stringVariantDictionary([("timeout-ms", .uint32(UInt32(max(timeoutMilliseconds, 0))))])],
                     timeoutMilliseconds: timeoutMilliseconds + 5000) { result in
             switch result {
@@ -406,7 +405,7 @@ final class ActivitySource {
 
     /// Origin side: the other device continued it (MarkContinued).
     func markContinued(activityID: String, byApp app: String) {
-        managerCall("MarkContinued", [.objectPath(Self.managerPath + "/activity/" + activityID), .string(app)], timeoutMilliseconds: 10_000) { [log] result in
+        managerCall("MarkContinued", [.objectPath(Interfaces.activityPathPrefix + activityID), .string(app)], timeoutMilliseconds: 10_000) { [log] result in
             if case .failure(let error) = result { log.info("MarkContinued failed: \(error.name): \(error.message)") }
         }
     }
@@ -414,7 +413,7 @@ final class ActivitySource {
     /// Origin side: a continuing app on another device opened a stream; the
     /// owner gets the other end of the socket returned here (OpenHandoffStream).
     func openHandoffStream(activityID: String, completion: @escaping (Result<Int32, HandoffError>) -> Void) {
-        managerCall("OpenHandoffStream", [.objectPath(Self.managerPath + "/activity/" + activityID)], timeoutMilliseconds: 25_000) { result in
+        managerCall("OpenHandoffStream", [.objectPath(Interfaces.activityPathPrefix + activityID)], timeoutMilliseconds: 25_000) { result in
             switch result {
             case .success(let values):
                 guard case .unixFD(let fd)? = values.first, fd >= 0 else {

@@ -111,7 +111,7 @@ extension HandoffDaemon {
     /// pair with it: the person started pairing there).
     func discoveredDeviceLeft(_ id: String) {
         guard let device = devices[id], !device.paired, !device.tellUnpair, state.devices[id] == nil,
-              pairing.current?.peer != id, device.pairCall == nil,
+              pairing.current?.peer != id, device.pairCompletion == nil,
               device.link == nil || device.link?.role == .client || !discoverable
         else { return }
         devices[id] = nil

@@ -2,7 +2,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import CGLib
 import DBusKit
 import HandoffCore
 import GLibSupport
@@ -24,7 +23,15 @@ extension HandoffDaemon {
 
     /// Every message passes here first (the service's and the notification server's signals).
     func filter(_ message: Message) -> Bool {
-        if message.kind == .signal, message.member == "NameOwnerChanged", let arguments = try? message.arguments(),
+        if message.kind == .signal, message.interface == "org.freedesktop.DBus.Local", message.member == "Disconnected" {
+            // The session is ending: nobody is left to serve, and the other devices must see this one go.
+            log.notice("the session bus went away; stopping")
+            for link in links { link.close(reason: "this device lost its session bus") }
+            loop.quit()
+            return false
+        }
+        if message.kind == .signal, message.member == "NameOwnerChanged", message.sender == "org.freedesktop.DBus",
+           let arguments = try? message.arguments(),
            arguments.count == 3, let name = arguments[0].stringValue, name.hasPrefix(":"), arguments[2].stringValue == "" {
             confinedCallers[name] = nil
             if agent?.sender == name { agent = nil }
@@ -56,13 +63,13 @@ extension HandoffDaemon {
         let interface = message.interface ?? ""
         if interface == "org.freedesktop.DBus.Peer" { return false }
         if routeRelay(message) { return true }
-        let device: Device?
+        let device: DeviceObject?
         if path == HandoffInterfaces.managerPath {
             device = nil
         } else if path.hasPrefix(HandoffInterfaces.devicePathPrefix), let found = devices[String(path.dropFirst(HandoffInterfaces.devicePathPrefix.count))] {
             device = found
         } else {
-            if interface == "org.freedesktop.DBus.Introspectable" && member == "Introspect" && path == "/org/example/UserActivity/Handoff/device" {
+            if interface == "org.freedesktop.DBus.Introspectable" && member == "Introspect" && path == String(HandoffInterfaces.devicePathPrefix.dropLast()) {
                 reply(message, [.string(StandardInterfacesXML.doctype + "<node>\n" + devices.keys.sorted().map { "  <node name=\"\($0)\"/>\n" }.joined() + "</node>\n")])
                 return true
             }
@@ -86,7 +93,14 @@ extension HandoffDaemon {
                                        message: "\(member) takes (\(method.inputSignature)), not (\(message.signature))"))
                 return true
             }
-            if let device { deviceMethod(member, device, arguments, message, sender) } else { managerMethod(member, arguments, message, sender) }
+            if let device, let method = HandoffInterfaces.Device(named: member) {
+                handle(method, on: device, arguments) { [weak self, weak device] outcome in
+                    guard let self, let device else { return }
+                    self.finish(message, on: device, outcome)
+                }
+            } else if let method = HandoffInterfaces.Manager(named: member) {
+                handle(method, arguments, message, sender)
+            }
             return true
         }
         switch (interface, member) {
@@ -122,7 +136,7 @@ extension HandoffDaemon {
         return true
     }
 
-    func properties(of device: Device?) -> [(String, TypedValue)] {
+    func properties(of device: DeviceObject?) -> [(String, TypedValue)] {
         if let device { return device.properties() }
         return [("Enabled", .boolean(state.enabled)), ("DeviceName", .string(state.deviceName)),
                 ("DeviceId", .string(identity?.deviceID ?? state.deviceID)), ("Discoverable", .boolean(discoverable)),
@@ -130,7 +144,7 @@ extension HandoffDaemon {
                 ("ListenPort", .uint16(boundPort)), ("IdentityError", .string(identityError))]
     }
 
-    private func interfacesAndProperties(_ device: Device) -> TypedValue {
+    private func interfacesAndProperties(_ device: DeviceObject) -> TypedValue {
         .dictionary(keyType: "s", valueType: "a{sv}", [.init(key: .string(HandoffInterfaces.deviceName), value: .stringVariantDictionary(device.properties()))])
     }
 
@@ -158,7 +172,7 @@ extension HandoffDaemon {
             republish()
             for device in devices.values where device.reachable { if let link = device.link { sendHello(on: link) } }
         case ("Discoverable", .boolean(let on)):
-            discoverableWindow.set(on, now: clock.nowMicroseconds)
+            discoverableWindow.set(on, now: now)
             republish()
             emitManagerChanged(["Discoverable"])
         case ("DiscoverableTimeout", .uint32(let seconds)):
@@ -180,15 +194,16 @@ extension HandoffDaemon {
         }
     }
 
-    private func managerMethod(_ member: String, _ arguments: [TypedValue], _ message: Message, _ sender: String) {
-        switch member {
-        case "RegisterAgent":
+    /// The manager's method table (an exhaustive `switch`).
+    private func handle(_ method: HandoffInterfaces.Manager, _ arguments: [TypedValue], _ message: Message, _ sender: String) {
+        switch method {
+        case .registerAgent:
             agent = (sender, arguments[0].objectPathValue ?? "/")
             reply(message)
-        case "UnregisterAgent":
+        case .unregisterAgent:
             if agent?.sender == sender && agent?.path == arguments[0].objectPathValue { agent = nil }
             reply(message)
-        case "AddPeer":
+        case .addPeer:
             let address = arguments[0].stringValue ?? ""
             guard isValidAddress(address) else {
                 return reply(message, error: HandoffError("InvalidArgument", "'\(address.prefix(100))' is not host:port"))
@@ -203,11 +218,10 @@ extension HandoffDaemon {
                 state.pendingPeers.append(address)
                 save()
             }
-            guard let client = socketClient, let certificate else { return }
-            let link = makeLink(role: .client, address: address)
+            // Answered when the link is up (or closed): a connect never completes synchronously.
+            guard let link = dial(address) else { return }
             pendingAddPeer.append((link, message))
-            link.connect(client: client.as(GSocketClient.self), certificate: certificate)
-        case "ResetIdentity":
+        case .resetIdentity:
             disable()
             for device in devices.values { emitInterfacesRemoved(device) }
             devices.removeAll()
@@ -228,32 +242,6 @@ extension HandoffDaemon {
                 reply(message, error: HandoffError("HandoffFailed", "cannot make a new identity: \(error)"))
             }
             emitManagerChanged(["DeviceId", "IdentityError", "ListenPort"])
-        default:
-            reply(message, error: HandoffError("org.freedesktop.DBus.Error.UnknownMethod", member))
-        }
-    }
-
-    private func deviceMethod(_ member: String, _ device: Device, _ arguments: [TypedValue], _ message: Message, _ sender: String) {
-        switch member {
-        case "Pair":
-            if device.paired { return reply(message) }
-            startPairing(device, call: message)
-        case "CancelPairing":
-            if let event = pairing.cancel(peer: device.id) { finishPairing(event) }
-            reply(message)
-        case "Unpair":
-            guard device.paired else { return reply(message, error: HandoffError("NotPaired", "\(device.name) is not paired")) }
-            unpair(device)
-            reply(message)
-        case "ContinueActivity":
-            continueActivity(on: device, options: arguments[0].stringVariantEntries ?? []) { [weak self] result in
-                switch result {
-                case .success(let app): self?.reply(message, [.string(app)])
-                case .failure(let error): self?.reply(message, error: error)
-                }
-            }
-        default:
-            reply(message, error: HandoffError("org.freedesktop.DBus.Error.UnknownMethod", member))
         }
     }
 
@@ -272,20 +260,19 @@ extension HandoffDaemon {
                [.string(HandoffInterfaces.managerName), .stringVariantDictionary(changed), .array(elementType: "s", [])])
     }
 
-    func emitDeviceChanged(_ device: Device, _ names: [String]) {
+    func emitDeviceChanged(_ device: DeviceObject, _ properties: [HandoffInterfaces.DeviceProperty]) {
         guard devices[device.id] === device else { return }
-        let all = device.properties()
-        let changed = names.compactMap { name in all.first { $0.0 == name } }
+        let changed = device.properties(properties)
         signal(device.path, "org.freedesktop.DBus.Properties", "PropertiesChanged",
                [.string(HandoffInterfaces.deviceName), .stringVariantDictionary(changed), .array(elementType: "s", [])])
     }
 
-    func emitInterfacesAdded(_ device: Device) {
+    func emitInterfacesAdded(_ device: DeviceObject) {
         signal(HandoffInterfaces.managerPath, "org.freedesktop.DBus.ObjectManager", "InterfacesAdded",
                [.objectPath(device.path), interfacesAndProperties(device)])
     }
 
-    func emitInterfacesRemoved(_ device: Device) {
+    func emitInterfacesRemoved(_ device: DeviceObject) {
         signal(HandoffInterfaces.managerPath, "org.freedesktop.DBus.ObjectManager", "InterfacesRemoved",
                [.objectPath(device.path), .array(elementType: "s", [.string(HandoffInterfaces.deviceName)])])
     }

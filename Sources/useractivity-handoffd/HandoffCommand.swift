@@ -6,6 +6,7 @@ import DBusKit
 import GLibSupport
 import HandoffCore
 import Logging
+import UserActivityInterfaces
 
 /// `useractivity-handoffd`'s entry: parse, then print or serve.
 enum HandoffCommand {

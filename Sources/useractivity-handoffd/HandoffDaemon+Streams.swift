@@ -5,6 +5,7 @@ import Glibc
 import DBusKit
 import HandoffCore
 import TypedValues
+import UserActivityInterfaces
 
 /// Continuation streams with paired devices, and failed continuations told
 /// back to the origin: the glue between the links, useractivityd and
@@ -12,16 +13,16 @@ import TypedValues
 extension HandoffDaemon {
     /// A relay path for the continuation of a fetched activity that supports
     /// continuation streams, nil for one that does not.
-    func streamRelayPath(for properties: TypedValue, from device: Device, activityID: String) -> String? {
+    func streamRelayPath(for properties: TypedValue, from device: DeviceObject, activityID: String) -> String? {
         guard case .boolean(true)? = properties.stringVariantEntries?.first(where: { $0.0 == "supports-continuation-streams" })?.1 else {
             return nil
         }
-        return streams.register(device: device.id, activityID: activityID, now: clock.nowMicroseconds)
+        return streams.register(device: device.id, activityID: activityID, now: now)
     }
 
     /// The other device fetched the activity but could not continue it: it
     /// stays uncontinued here (no `Continued`), and the journal says why.
-    func receivedContinueFailed(_ frame: Frame, from device: Device) {
+    func receivedContinueFailed(_ frame: Frame, from device: DeviceObject) {
         let id = frame.string("id") ?? ""
         streams.revoke(device: device.id, activityID: id)
         log.info("\(device.name) could not continue activity \(id): \(frame.string("name") ?? "?"): \(frame.string("message") ?? "")")
@@ -33,7 +34,7 @@ extension HandoffDaemon {
             link.close(reason: "\(link.address) sent a malformed \(frame.kind) frame: disconnected")
             return
         }
-        let valid = streams.received(message, on: link, device: device.id, now: clock.nowMicroseconds) { [weak self] activityID, completion in
+        let valid = streams.received(message, on: link, device: device.id, now: now) { [weak self] activityID, completion in
             guard let source = self?.activitySource else {
                 return completion(.failure(HandoffError("ContinuationFailed", "useractivityd is not reachable")))
             }
@@ -47,7 +48,7 @@ extension HandoffDaemon {
     func routeRelay(_ message: Message) -> Bool {
         guard message.kind == .methodCall, let path = message.path, path.hasPrefix(StreamRelay.relayPathPrefix) else { return false }
         let arguments = (try? message.arguments()) ?? []
-        guard message.interface == "org.example.UserActivity.Handler", message.member == "ContinuationStreamOpened",
+        guard message.interface == Interfaces.handlerName, message.member == "ContinuationStreamOpened",
               arguments.count == 2, case .unixFD(let fd) = arguments[1], fd >= 0 else {
             TypedValue.closeFileDescriptors(in: arguments)
             reply(message, error: HandoffError("org.freedesktop.DBus.Error.UnknownMethod", "a relay path only takes Handler.ContinuationStreamOpened(o, h)"))
@@ -56,7 +57,7 @@ extension HandoffDaemon {
         let failure = streams.opened(relayPath: path, fd: fd, link: { [weak self] id in
             guard let device = self?.devices[id], device.paired, device.reachable else { return nil }
             return device.link
-        }, now: clock.nowMicroseconds)
+        }, now: now)
         if let failure { reply(message, error: failure) } else { reply(message) }
         return true
     }

@@ -7,13 +7,9 @@ import DBusKit
 import GLibSupport
 import HandoffCore
 import Logging
+import UserActivityInterfaces
 import TypedValues
 import UserActivityCore
-
-/// The GLib main loop's clock.
-final class MonotonicClock: HandoffClock {
-    var nowMicroseconds: Int64 { Int64(g_get_monotonic_time()) }
-}
 
 /// A D-Bus error a handler answers with.
 struct HandoffError: Error {
@@ -22,35 +18,6 @@ struct HandoffError: Error {
     init(_ short: String, _ message: String) {
         name = short.contains(".") ? short : HandoffInterfaces.errorPrefix + short
         self.message = message
-    }
-}
-
-/// One nearby or paired device, as the daemon knows it.
-final class Device {
-    let id: String
-    var name = ""
-    var address = ""
-    var paired = false
-    /// Unpaired here while unreachable: tell it when it comes back.
-    var tellUnpair = false
-    var link: PeerLink?
-    var currentActivity: [String: TypedValue] = [:]
-    var remoteActivity: LocalActivity?
-    /// The person's Device.Pair call, answered when pairing ends.
-    var pairCall: Message?
-    var agentAsked = false
-    var fetches: [UInt32: (Result<Frame, HandoffError>) -> Void] = [:]
-    /// When each fetch gives up on an origin that keeps the link up but never answers.
-    var fetchDeadlines: [UInt32: Int64] = [:]
-    var reconnectAt: Int64 = 0
-    var path: String { HandoffInterfaces.devicePathPrefix + id }
-    var reachable: Bool { link?.helloReceived == true && link?.isClosed == false }
-    init(id: String) { self.id = id }
-
-    func properties() -> [(String, TypedValue)] {
-        [("Name", .string(name)), ("DeviceId", .string(id)), ("Address", .string(address)),
-         ("Paired", .boolean(paired)), ("Reachable", .boolean(reachable)),
-         ("CurrentActivity", .stringVariantDictionary(currentActivity.sorted { $0.key < $1.key }))]
     }
 }
 
@@ -75,7 +42,6 @@ final class HandoffDaemon {
     let bus: Connection
     let loop: MainLoop
     let log: Logger
-    let clock: HandoffClock
     let directory: StateDirectory
     let listenHost: String
     let listenPort: UInt16
@@ -83,7 +49,7 @@ final class HandoffDaemon {
     var identity: DeviceIdentity?
     var identityError = ""
     var certificate: GObjectRef?
-    var devices: [String: Device] = [:]
+    var devices: [String: DeviceObject] = [:]
     var pairing = PairingMachine()
     var agent: (sender: String, path: String)?
     var confinedCallers: [String: Bool] = [:]
@@ -93,19 +59,31 @@ final class HandoffDaemon {
     var boundPort: UInt16 = 0
     var links: [PeerLink] = []
     var linkSerial = 0
+    var refusedSinceLog = 0
+    var refusalLogAllowedAt: Int64 = 0
     /// AddPeer calls waiting for the key of the device at an address.
     var pendingAddPeer: [(link: PeerLink, call: Message)] = []
-    /// The next of the once-a-second checks (expiries, reconnects).
+    /// The next check of deadlines (pairing, fetches, keepalives, the
+    /// discoverable window, reconnects), armed only while one is pending:
+    /// with nothing to do, the daemon does not wake up.
     var ticker: ScheduledWork?
-    /// Times the ticker (GLib's timeout sources on the loop unless given).
+    /// When ``ticker`` fires (monotonic µs).
+    var tickerDue = Int64.max
+    /// The one clock and timer source (GLib's on the loop unless given).
     let scheduler: Scheduler
+    /// Monotonic microseconds, for every interval and deadline here.
+    var now: Int64 { scheduler.monotonic }
     var requestSerial: UInt32 = 0
     let keepaliveSeconds: Int64
+    /// How long a connection may take to authenticate (TLS handshake and hello).
+    let handshakeSeconds: Int64
     var discoverableWindow = DiscoverableWindow()
     var discoverable: Bool { discoverableWindow.isOn }
     var activitySource: ActivitySource?
     var advertised: LocalActivity?
     var catalog = AppCatalog()
+    /// Re-reads the catalog when apps are installed or removed, as useractivityd does.
+    var catalogMonitor: DirectoryMonitor?
     var notifier: Notifier?
     /// DNS-SD publishing, when a discovery module is plugged in.
     var discovery: DiscoveryPublisher?
@@ -116,32 +94,50 @@ final class HandoffDaemon {
     lazy var streams = StreamRelay(loop: loop, log: log)
 
     init(bus: Connection, loop: MainLoop, log: Logger, directory: StateDirectory, listen: String,
-         environment: [String: String], clock: HandoffClock = MonotonicClock(), scheduler: Scheduler? = nil) throws {
+         environment: [String: String], scheduler: Scheduler? = nil) throws {
         self.bus = bus
         self.loop = loop
         self.scheduler = scheduler ?? GLibScheduler(loop: loop)
         self.log = log
-        self.clock = clock
         self.directory = directory
         self.environment = environment
         let parts = listen.split(separator: ":")
         listenHost = parts.count == 2 ? String(parts[0]) : "0.0.0.0"
         listenPort = parts.count == 2 ? UInt16(parts[1]) ?? 0 : 0
         keepaliveSeconds = max(Int64(environment["USERACTIVITY_HANDOFF_KEEPALIVE_SECONDS"] ?? "") ?? 15, 1)
+        handshakeSeconds = max(Int64(environment["USERACTIVITY_HANDOFF_HANDSHAKE_SECONDS"] ?? "") ?? 10, 1)
+        for warning in directory.tightenModes(files: [IdentityStore.keyFile, IdentityStore.certificateFile, "peers.ini"]) {
+            log.warning("\(warning)")
+        }
         let loaded = try directory.loadState()
         state = loaded.state
         for warning in loaded.warnings { log.warning("\(directory.file("peers.ini")): \(warning)") }
         if state.deviceName.isEmpty { state.deviceName = prettyHostName() }
         for known in state.devices.values {
-            let device = Device(id: known.id)
+            let device = DeviceObject(id: known.id)
             device.name = known.name
             device.address = known.address
             device.paired = known.paired
             device.tellUnpair = known.tellUnpair
+            device.wasKept = true
             devices[known.id] = device
         }
-        catalog = AppCatalog.load(applicationDirectories: AppCatalog.applicationDirectories(environment: environment),
-                                  loadKeyFile: { path -> (any KeyFileReading)? in GLibKeyFile.load(path: path) })
+        catalog = Self.loadCatalog(environment: environment)
+    }
+
+    static func loadCatalog(environment: [String: String]) -> AppCatalog {
+        AppCatalog.load(applicationDirectories: AppCatalog.applicationDirectories(environment: environment),
+                        loadKeyFile: { path -> (any KeyFileReading)? in GLibKeyFile.load(path: path) })
+    }
+
+    /// Apps were installed or removed here: whether a shown advert can be continued may have changed.
+    func reloadCatalog() {
+        catalog = Self.loadCatalog(environment: environment)
+        for device in devices.values where device.remoteActivity != nil {
+            let before = device.currentActivity["continuable"]
+            showAdvert(on: device)
+            if device.currentActivity["continuable"] != before { emitDeviceChanged(device, [.currentActivity]) }
+        }
     }
 
     // MARK: Starting and stopping
@@ -156,18 +152,23 @@ final class HandoffDaemon {
             log.info("no system bus (\(error)): logind's lock state is not read")
         }
         try bus.addFilter { [weak self] message in self?.filter(message) ?? false }
+        catalogMonitor = DirectoryMonitor(directories: AppCatalog.applicationDirectories(environment: environment)) { [weak self] in
+            self?.reloadCatalog()
+        }
         // Callers that leave are dropped from the confinement cache (and a departed agent is forgotten).
         try bus.addMatch("type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg2=''")
         try bus.registerFallback(path: HandoffInterfaces.managerPath) { [weak self] message in
-            self?.route(message) ?? false
+            guard let self else { return false }
+            defer { self.rescheduleTick() }
+            return self.route(message)
         }
         var locks: [SessionLockMonitor] = [ScreenSaverLockMonitor(bus: bus)]
         if let system = systemBus {
             locks.append(LogindLockMonitor(system: system, sessionID: environment["XDG_SESSION_ID"], log: log))
         }
-        activitySource = ActivitySource(bus: bus, log: log, lock: EitherLockMonitor(locks)) { [weak self] in self?.advertiseIfChanged() }
+        activitySource = ActivitySource(bus: bus, log: log, scheduler: scheduler, lock: EitherLockMonitor(locks)) { [weak self] in self?.advertiseIfChanged() }
         try activitySource?.start()
-        notifier = Notifier(bus: bus, log: log)
+        notifier = Notifier(bus: bus, log: log, scheduler: scheduler)
         try notifier?.start()
         startDiscovery(systemBusAddress: systemAddress)
         if state.enabled {
@@ -176,13 +177,47 @@ final class HandoffDaemon {
                 state.enabled = false
             }
         }
-        scheduleTick()
+        rescheduleTick()
     }
 
-    private func scheduleTick() {
-        ticker = scheduler.after(milliseconds: 1000) { [weak self] in
-            self?.tick()
-            self?.scheduleTick()
+    /// The earliest deadline of pending work; nil when there is none.
+    private func nextDeadline() -> Int64? {
+        var due: [Int64] = []
+        if let attempt = pairing.current { due.append(attempt.deadline) }
+        due += links.compactMap(\.nextDue)
+        for device in devices.values { due += device.fetchDeadlines.values }
+        if let off = discoverableWindow.nextDue(timeoutSeconds: state.discoverableTimeout) { due.append(off) }
+        if state.enabled, service != nil {
+            due += devices.values.filter(needsReconnect).map(\.reconnectAt)
+        }
+        return due.min()
+    }
+
+    private func needsReconnect(_ device: DeviceObject) -> Bool {
+        (device.paired || device.tellUnpair) && device.link == nil && !device.address.isEmpty
+    }
+
+    /// Arms the timer for the earliest pending deadline (or none); called
+    /// after anything that may add work. An early wake-up is harmless (the
+    /// checks find nothing due and re-arm); a late one is not, so only an
+    /// earlier deadline re-arms a pending timer.
+    func rescheduleTick() {
+        guard let due = nextDeadline() else {
+            ticker?.cancel()
+            ticker = nil
+            tickerDue = .max
+            return
+        }
+        if ticker?.isPending == true && tickerDue <= due { return }
+        ticker?.cancel()
+        tickerDue = due
+        let milliseconds = UInt32(clamping: max(0, (due - now + 999) / 1000))
+        ticker = scheduler.after(milliseconds: milliseconds) { [weak self] in
+            guard let self else { return }
+            self.ticker = nil
+            self.tickerDue = .max
+            self.tick()
+            self.rescheduleTick()
         }
     }
 
@@ -241,7 +276,7 @@ final class HandoffDaemon {
         boundPort = 0
         for link in links { link.close(reason: "handoff turned off") }
         links.removeAll()
-        discoverableWindow.set(false, now: clock.nowMicroseconds)
+        discoverableWindow.set(false, now: now)
     }
 
     private func listen() throws {
@@ -261,7 +296,12 @@ final class HandoffDaemon {
         }
         incomingHandler = connectIncoming(ref.raw) { [weak self] connection in
             guard let self, let connection, let certificate = self.certificate else { return }
-            let link = self.makeLink(role: .server, address: remoteAddress(of: connection))
+            let address = remoteAddress(of: connection)
+            // Not accepted: GIO drops the connection once the signal returns.
+            if let refusal = self.admissionRefusal(from: address) {
+                return self.logRefusal(refusal)
+            }
+            let link = self.makeLink(role: .server, address: address)
             link.accept(connection: connection, certificate: certificate)
         }
         g_socket_service_start(service)
@@ -271,17 +311,44 @@ final class HandoffDaemon {
 
     // MARK: Links
 
+    /// Connections that have not authenticated yet (handshake and hello):
+    /// at most this many in all, and from one address.
+    static let maximumUnauthenticated = 64
+    static let maximumUnauthenticatedPerAddress = 8
+
+    /// Why an incoming connection from `address` is not taken, or nil.
+    func admissionRefusal(from address: String) -> String? {
+        let waiting = links.filter { $0.role == .server && !$0.helloReceived && !$0.isClosed }
+        if waiting.count >= Self.maximumUnauthenticated { return "\(waiting.count) connections are still authenticating" }
+        let host = hostPart(of: address)
+        if waiting.lazy.filter({ hostPart(of: $0.address) == host }).count >= Self.maximumUnauthenticatedPerAddress {
+            return "\(Self.maximumUnauthenticatedPerAddress) connections from \(host) are still authenticating"
+        }
+        return nil
+    }
+
+    /// One log line per burst of refusals, not one per connection.
+    func logRefusal(_ reason: String) {
+        refusedSinceLog += 1
+        guard now >= refusalLogAllowedAt else { return }
+        log.warning("refusing new connections: \(reason) (\(refusedSinceLog) refused)")
+        refusedSinceLog = 0
+        refusalLogAllowedAt = now + 10_000_000
+    }
+
     func makeLink(role: PeerLink.Role, address: String) -> PeerLink {
         linkSerial += 1
-        let link = PeerLink(role: role, serial: linkSerial, address: address, loop: loop, clock: clock, log: log,
-                            keepaliveSeconds: keepaliveSeconds) { [weak self] key in
+        let link = PeerLink(role: role, serial: linkSerial, address: address, loop: loop, scheduler: scheduler, log: log,
+                            keepaliveSeconds: keepaliveSeconds, handshakeSeconds: handshakeSeconds) { [weak self] key in
             self?.acceptsKey(key, role: role) ?? false
         }
-        link.onEstablished = { [weak self] link in self?.established(link) }
-        link.onFrame = { [weak self] link, frame in self?.received(frame, on: link) }
-        link.onClosed = { [weak self] link, reason in self?.closed(link, reason: reason) }
+        // Each may add a deadline (a keepalive, a pairing, a fetch, a reconnect).
+        link.onEstablished = { [weak self] link in self?.established(link); self?.rescheduleTick() }
+        link.onFrame = { [weak self] link, frame in self?.received(frame, on: link); self?.rescheduleTick() }
+        link.onClosed = { [weak self] link, reason in self?.closed(link, reason: reason); self?.rescheduleTick() }
         link.onDataDrained = { [weak self] link in self?.streams.resume(link) }
         links.append(link)
+        rescheduleTick() // its handshake deadline
         return link
     }
 
@@ -329,12 +396,26 @@ final class HandoffDaemon {
         for (_, completion) in device.fetches { completion(.failure(HandoffError("ConnectionUnavailable", "\(device.name) went away: \(reason)"))) }
         device.fetches.removeAll()
         device.fetchDeadlines.removeAll()
-        if let event = pairing.cancel(peer: device.id) { finishPairing(event) }
+        if let event = pairing.peerWentAway(device.id) { finishPairing(event, reason: reason) }
         device.remoteActivity = nil
         device.currentActivity = [:]
         notifier?.withdraw(device.id)
-        device.reconnectAt = clock.nowMicroseconds + 2_000_000
-        emitDeviceChanged(device, ["Reachable", "CurrentActivity"])
+        // A key nobody paired or added (a pairing request, a device found
+        // nearby): its object goes with its link.
+        if isTransient(device) {
+            devices[device.id] = nil
+            emitInterfacesRemoved(device)
+            return
+        }
+        device.reconnectAt = now + 2_000_000
+        emitDeviceChanged(device, [.reachable, .currentActivity])
+    }
+
+    /// Device objects of keys nobody paired or added, at most this many at once.
+    static let maximumTransientDevices = 32
+
+    func isTransient(_ device: DeviceObject) -> Bool {
+        !device.wasKept && !device.paired && !device.tellUnpair && state.devices[device.id] == nil
     }
 
     private func received(_ frame: Frame, on link: PeerLink) {
@@ -358,7 +439,7 @@ final class HandoffDaemon {
             guard let device = devices[link.peerDeviceID], device.link === link, let name = frame.string("name") else { return }
             device.name = String(name.prefix(256))
             if device.paired { persistDevice(device) }
-            emitDeviceChanged(device, ["Name"])
+            emitDeviceChanged(device, [.name])
             return
         }
         link.helloReceived = true
@@ -369,8 +450,12 @@ final class HandoffDaemon {
             link.close(reason: "unknown key and not discoverable")
             return
         }
-        let device = devices[id] ?? Device(id: id)
         let isNew = devices[id] == nil
+        if isNew && devices.values.filter(isTransient).count >= Self.maximumTransientDevices {
+            link.close(reason: "\(Self.maximumTransientDevices) unknown devices are already connected")
+            return
+        }
+        let device = devices[id] ?? DeviceObject(id: id)
         devices[id] = device
         device.name = String((frame.string("name") ?? "").prefix(256))
         if link.role == .client {
@@ -404,7 +489,7 @@ final class HandoffDaemon {
         if isNew {
             emitInterfacesAdded(device)
         } else {
-            emitDeviceChanged(device, ["Name", "Address", "Reachable"])
+            emitDeviceChanged(device, [.name, .address, .reachable])
         }
         // Paired devices and those added with AddPeer are kept across restarts.
         if device.paired || (link.role == .client && !link.foundByDiscovery) { persistDevice(device) }
@@ -416,7 +501,8 @@ final class HandoffDaemon {
         if device.paired { link.send(AdvertDecision.frame(for: advertised)) }
     }
 
-    func persistDevice(_ device: Device) {
+    func persistDevice(_ device: DeviceObject) {
+        device.wasKept = true
         state.devices[device.id] = KnownDevice(id: device.id, name: device.name, address: device.address, paired: device.paired,
                                                tellUnpair: device.tellUnpair)
         save()
@@ -428,20 +514,21 @@ final class HandoffDaemon {
 
     // MARK: Pairing
 
-    func startPairing(_ device: Device, call: Message) {
+    /// Device.Pair: `completion` runs when the pairing ends (``finishPairing(_:reason:)``).
+    func startPairing(_ device: DeviceObject, completion: @escaping DeviceCompletion) {
         guard let link = device.link, device.reachable else {
-            return reply(call, error: HandoffError("ConnectionUnavailable", "\(device.name) is not reachable"))
+            return completion(.failure(HandoffError("ConnectionUnavailable", "\(device.name) is not reachable")))
         }
         guard agent != nil || notifier?.isAvailable == true else {
-            return reply(call, error: HandoffError("NoAgent", "no pairing agent is registered and no notification server is running"))
+            return completion(.failure(HandoffError("NoAgent", "no pairing agent is registered and no notification server is running")))
         }
         let code = pairingCode(link)
         do {
-            _ = try pairing.start(peer: device.id, code: code, initiatedLocally: true, discoverable: discoverable, now: clock.nowMicroseconds)
+            _ = try pairing.start(peer: device.id, code: code, initiatedLocally: true, discoverable: discoverable, now: now)
         } catch {
-            return reply(call, error: HandoffError("PairingRefused", "\(error)"))
+            return completion(.failure(HandoffError("PairingRefused", "\(error)")))
         }
-        device.pairCall = call
+        device.pairCompletion = completion
         link.send(Frame(.pairRequest, ["name": .string(state.deviceName)]))
         askPerson(device, code: code)
     }
@@ -459,7 +546,7 @@ final class HandoffDaemon {
         }
         let code = pairingCode(link)
         do {
-            _ = try pairing.start(peer: device.id, code: code, initiatedLocally: false, discoverable: discoverable, now: clock.nowMicroseconds)
+            _ = try pairing.start(peer: device.id, code: code, initiatedLocally: false, discoverable: discoverable, now: now)
         } catch {
             log.info("pairing request from \(device.name) refused: \(error)")
             link.send(Frame(.pairConfirm, ["accepted": .boolean(false), "reason": .string("\(error)")]))
@@ -470,7 +557,7 @@ final class HandoffDaemon {
 
     private func receivedPairConfirm(_ frame: Frame, on link: PeerLink) {
         let accepted = frame.bool("accepted") ?? false
-        if let event = pairing.answerRemotely(peer: link.peerDeviceID, accepted: accepted, now: clock.nowMicroseconds) {
+        if let event = pairing.answerRemotely(peer: link.peerDeviceID, accepted: accepted, now: now) {
             finishPairing(event, reason: frame.string("reason"))
         }
     }
@@ -480,14 +567,14 @@ final class HandoffDaemon {
                            channelBinding: link.channelBinding)
     }
 
-    private func askPerson(_ device: Device, code: String) {
+    private func askPerson(_ device: DeviceObject, code: String) {
         device.agentAsked = true
         let answer: (Bool) -> Void = { [weak self, weak device] accepted in
             guard let self, let device else { return }
             device.agentAsked = false
             guard self.pairing.current?.peer == device.id else { return }
             device.link?.send(Frame(.pairConfirm, ["accepted": .boolean(accepted)]))
-            if let event = self.pairing.answerLocally(peer: device.id, accepted: accepted, now: self.clock.nowMicroseconds) {
+            if let event = self.pairing.answerLocally(peer: device.id, accepted: accepted, now: self.now) {
                 self.finishPairing(event)
             }
         }
@@ -512,7 +599,7 @@ final class HandoffDaemon {
     func finishPairing(_ event: PairingEvent, reason: String? = nil) {
         let peer: String
         switch event {
-        case .paired(let id), .refused(let id), .timedOut(let id), .cancelled(let id): peer = id
+        case .paired(let id), .refused(let id), .timedOut(let id), .cancelled(let id), .wentAway(let id): peer = id
         }
         guard let device = devices[peer] else { return }
         if device.agentAsked, let agent {
@@ -524,49 +611,57 @@ final class HandoffDaemon {
         }
         if case .cancelled = event { device.link?.send(Frame(.pairCancel)) }
         if case .timedOut = event { device.link?.send(Frame(.pairCancel)) }
-        let call = device.pairCall
-        device.pairCall = nil
+        // The person's Pair call is answered with the change; a pairing the peer started emits it directly.
+        let completion = device.pairCompletion ?? { [weak self, weak device] outcome in
+            guard let self, let device, case .success(let changes) = outcome, !changes.changed.isEmpty else { return }
+            self.emitDeviceChanged(device, changes.changed)
+        }
+        device.pairCompletion = nil
+        let because = reason.map { ": \($0)" } ?? ""
         switch event {
         case .paired:
             device.paired = true
             device.link?.isPaired = true
             persistDevice(device)
-            emitDeviceChanged(device, ["Paired"])
             log.info("paired with \(device.name) (\(device.id))")
-            if let call { reply(call) }
+            completion(.success(DeviceChanges(changed: [.paired])))
             device.link?.send(AdvertDecision.frame(for: advertised))
-        case .refused:
-            if let call { reply(call, error: HandoffError("PairingRefused", "pairing with \(device.name) was refused\(reason.map { ": \($0)" } ?? "")")) }
-        case .timedOut:
-            if let call { reply(call, error: HandoffError("PairingRefused", "nobody confirmed the pairing with \(device.name) in time")) }
-        case .cancelled:
-            if let call { reply(call, error: HandoffError("PairingRefused", "the pairing with \(device.name) was cancelled")) }
+        case .refused:   completion(.failure(HandoffError("PairingRefused", "pairing with \(device.name) was refused\(because)")))
+        case .timedOut:  completion(.failure(HandoffError("PairingRefused", "nobody confirmed the pairing with \(device.name) in time")))
+        case .cancelled: completion(.failure(HandoffError("PairingRefused", "the pairing with \(device.name) was cancelled")))
+        case .wentAway:  completion(.failure(HandoffError("ConnectionUnavailable", "\(device.name) went away during the pairing\(because)")))
         }
     }
 
-    func unpair(_ device: Device) {
+    /// Device.CancelPairing.
+    func cancelPairing(with device: DeviceObject) {
+        if let event = pairing.cancel(peer: device.id) { finishPairing(event) }
+    }
+
+    /// Device.Unpair; returns what changed.
+    func unpair(_ device: DeviceObject) -> [HandoffInterfaces.DeviceProperty] {
         if device.reachable {
             device.link?.send(Frame(.unpair))
         } else if !device.address.isEmpty {
             device.tellUnpair = true
         }
-        forget(device)
+        return forget(device)
     }
 
     private func receivedUnpair(on link: PeerLink) {
         guard let device = devices[link.peerDeviceID], device.paired else { return }
         log.info("\(device.name) unpaired this device")
-        forget(device)
+        emitDeviceChanged(device, forget(device))
     }
 
-    private func forget(_ device: Device) {
+    private func forget(_ device: DeviceObject) -> [HandoffInterfaces.DeviceProperty] {
         device.paired = false
         device.remoteActivity = nil
         device.currentActivity = [:]
         notifier?.withdraw(device.id)
         if device.tellUnpair { persistDevice(device) } else { state.devices[device.id] = nil; save() }
-        emitDeviceChanged(device, ["Paired", "CurrentActivity"])
         device.link?.close(reason: "unpaired")
+        return [.paired, .currentActivity]
     }
 
     // MARK: Adverts
@@ -582,21 +677,13 @@ final class HandoffDaemon {
 
     private func receivedAdvert(_ frame: Frame, on link: PeerLink) {
         guard let device = devices[link.peerDeviceID], device.paired else { return }
-        let activity = AdvertDecision.activity(from: frame)
+        let read = AdvertDecision.activity(from: frame)
+        let activity = read.flatMap(AdvertDecision.bounded)
+        if read != nil && activity == nil { return protocolError(link, "an advert over the service's limits") }
         device.remoteActivity = activity
-        var continuable = false
-        if let activity {
-            continuable = !activity.webpageURL.isEmpty || isContinuableHere(activity)
-            device.currentActivity = [
-                "activity-type": .string(activity.activityType), "app-id": .string(activity.appID),
-                "title": .string(activity.title), "webpage-url": .string(activity.webpageURL),
-                "timestamp": .int64(activity.timestamp), "continuable": .boolean(continuable),
-            ]
-        } else {
-            device.currentActivity = [:]
-        }
+        let continuable = showAdvert(on: device)
         // The signal before the notification: the bus routes what it gets in order.
-        emitDeviceChanged(device, ["CurrentActivity"])
+        emitDeviceChanged(device, [.currentActivity])
         if let activity, continuable && state.notifyContinuable {
             notifier?.offerContinue(deviceID: device.id, title: activity.title, deviceName: device.name) { [weak self, weak device] in
                 guard let self, let device else { return }
@@ -607,6 +694,23 @@ final class HandoffDaemon {
         } else {
             notifier?.withdraw(device.id)
         }
+    }
+
+    /// Sets the device's CurrentActivity from its advert, with whether it can be continued here.
+    @discardableResult
+    func showAdvert(on device: DeviceObject) -> Bool {
+        guard let activity = device.remoteActivity else {
+            device.currentActivity = [:]
+            return false
+        }
+        let continuable = AdvertDecision.refusalFromAnotherDevice(activityType: activity.activityType, webpageURL: activity.webpageURL) == nil
+            && (!activity.webpageURL.isEmpty || isContinuableHere(activity))
+        device.currentActivity = [
+            "activity-type": .string(activity.activityType), "app-id": .string(activity.appID),
+            "title": .string(activity.title), "webpage-url": .string(activity.webpageURL),
+            "timestamp": .int64(activity.timestamp), "continuable": .boolean(continuable),
+        ]
+        return continuable
     }
 
     /// An installed app declares the type within the publisher's team.
@@ -625,7 +729,7 @@ final class HandoffDaemon {
     }
 
     /// Receiver side: fetch from the origin, continue through the local useractivityd, tell the origin.
-    func continueActivity(on device: Device, options: [(String, TypedValue)], completion: @escaping (Result<String, HandoffError>) -> Void) {
+    func continueActivity(on device: DeviceObject, options: [(String, TypedValue)], completion: @escaping (Result<String, HandoffError>) -> Void) {
         guard device.paired else { return completion(.failure(HandoffError("NotPaired", "\(device.name) is not paired"))) }
         guard let link = device.link, device.reachable else {
             return completion(.failure(HandoffError("ConnectionUnavailable", "\(device.name) is not reachable")))
@@ -633,8 +737,11 @@ final class HandoffDaemon {
         guard let remote = device.remoteActivity else {
             return completion(.failure(HandoffError("HandoffFailed", "\(device.name) has no current activity")))
         }
+        if let refusal = AdvertDecision.refusalFromAnotherDevice(activityType: remote.activityType, webpageURL: remote.webpageURL) {
+            return completion(.failure(HandoffError("HandoffFailed", refusal)))
+        }
         let request = nextRequest()
-        let timeout = options.first { $0.0 == "timeout-ms" }?.1.uint32Value ?? 10_000
+        let timeout = min(options.first { $0.0 == "timeout-ms" }?.1.uint32Value ?? 10_000, HandoffLimits.maximumTimeoutMilliseconds)
         device.fetches[request] = { [weak self] result in
             guard let self else { return }
             switch result {
@@ -642,6 +749,15 @@ final class HandoffDaemon {
             case .success(let reply):
                 guard let type = reply.string("activity-type"), let properties = reply.body["properties"] else {
                     return completion(.failure(HandoffError("HandoffFailed", "\(device.name) sent an incomplete activity")))
+                }
+                // What is continued is what the person saw, and only what may be opened from another device.
+                let fields = Dictionary(properties.stringVariantEntries ?? [], uniquingKeysWith: { $1 })
+                guard AdvertDecision.matches(remote, activityType: type, properties: fields) else {
+                    completion(.failure(HandoffError("HandoffFailed", "\(device.name) sent another activity than the one it showed")))
+                    return self.protocolError(link, "another activity than the one it advertised")
+                }
+                if let refusal = AdvertDecision.refusalFromAnotherDevice(activityType: type, webpageURL: fields["webpage-url"]?.stringValue ?? "") {
+                    return completion(.failure(HandoffError("HandoffFailed", refusal)))
                 }
                 let relay = self.streamRelayPath(for: properties, from: device, activityID: remote.id)
                 let options = options + (relay.map { [("stream-relay", TypedValue.objectPath($0))] } ?? [])
@@ -660,47 +776,72 @@ final class HandoffDaemon {
             }
         }
         // The origin's owner may take timeout-ms to save; then the reply has to travel.
-        device.fetchDeadlines[request] = clock.nowMicroseconds + Int64(timeout == 0 ? 10_000 : timeout) * 1000 + 10_000_000
+        device.fetchDeadlines[request] = now + Int64(timeout == 0 ? 10_000 : timeout) * 1000 + 10_000_000
         link.send(Frame(.fetch, ["request": .uint32(request), "id": .string(remote.id), "timeout-ms": .uint32(timeout)]))
+        rescheduleTick()
+    }
+
+    /// A frame from a peer that cannot be served: the link drops (logged once), nothing else is affected.
+    private func protocolError(_ link: PeerLink, _ what: String) {
+        link.close(reason: "\(link.address) sent \(what): disconnected")
     }
 
     private func receivedContinuation(_ frame: Frame, on link: PeerLink) {
-        guard let device = devices[link.peerDeviceID] else { return }
+        guard let device = devices[link.peerDeviceID], device.paired else { return }
         switch frame.kind {
         case .fetch:
             let request = frame.uint32("request") ?? 0
             let id = frame.string("id") ?? ""
+            // The owner's SaveActivity may take as long as a local continuation allows, not more.
+            let timeout = min(frame.uint32("timeout-ms") ?? 10_000, HandoffLimits.maximumTimeoutMilliseconds)
             guard let advertised, advertised.id == id, let source = activitySource else {
                 link.send(Frame(.error, ["request": .uint32(request), "name": .string(HandoffInterfaces.errorPrefix + "HandoffFailed"),
                                          "message": .string("the activity ended or is no longer current")]))
                 return
             }
-            source.fetchForHandoff(activityID: advertised.id, timeoutMilliseconds: Int32(frame.uint32("timeout-ms") ?? 10_000)) { result in
+            source.fetchForHandoff(activityID: advertised.id, timeoutMilliseconds: Int32(timeout)) { result in
                 switch result {
                 case .success(let (type, properties)):
-                    self.streams.grant(device: device.id, activityID: id, now: self.clock.nowMicroseconds)
+                    self.streams.grant(device: device.id, activityID: id, now: self.now)
+                    device.recordFetch(id)
                     if !link.send(Frame(.fetchReply, ["request": .uint32(request), "activity-type": .string(type), "properties": properties])) {
                         link.send(Frame(.error, ["request": .uint32(request), "name": .string(HandoffInterfaces.errorPrefix + "UserInfoTooLarge"),
                                                  "message": .string("the activity is larger than a handoff frame may be (\(FrameCodec.pairedLimit / 1024) KiB)")]))
                     }
                 case .failure(let error):
+                    // Without its session bus this device is going away, not failing to provide the activity.
+                    guard self.bus.isConnected else { return link.close(reason: "this device lost its session bus") }
                     link.send(Frame(.error, ["request": .uint32(request), "name": .string(error.name), "message": .string(error.message)]))
                 }
             }
         case .fetchReply:
-            if let request = frame.uint32("request"), let completion = device.fetches.removeValue(forKey: request) {
-                device.fetchDeadlines[request] = nil
-                completion(.success(frame))
+            guard let request = frame.uint32("request"), let completion = device.fetches.removeValue(forKey: request) else { return }
+            device.fetchDeadlines[request] = nil
+            // Everything in it goes to useractivityd and on to an app: checked before libdbus sees it.
+            if let problem = HandoffLimits.problem(inPeerValue: frame.body["properties"] ?? .stringVariantDictionary([])) {
+                completion(.failure(HandoffError("HandoffFailed", "\(device.name) sent an activity that cannot be continued: \(problem)")))
+                return protocolError(link, "an activity with \(problem)")
             }
+            completion(.success(frame))
         case .error:
-            if let request = frame.uint32("request"), let completion = device.fetches.removeValue(forKey: request) {
-                device.fetchDeadlines[request] = nil
-                let name = frame.string("name") ?? ""
-                completion(.failure(HandoffError(name.hasPrefix(HandoffInterfaces.errorPrefix) ? name : "HandoffFailed", frame.string("message") ?? "")))
-            }
+            guard let request = frame.uint32("request"), let completion = device.fetches.removeValue(forKey: request) else { return }
+            device.fetchDeadlines[request] = nil
+            // Only the errors an origin may give are passed on, by a name libdbus accepts; anything else is HandoffFailed.
+            let name = frame.string("name") ?? ""
+            let known = HandoffLimits.originErrors.contains(name) ? name : "HandoffFailed"
+            completion(.failure(HandoffError(known, String((frame.string("message") ?? "").prefix(HandoffLimits.maximumMessageBytes)))))
+            if !DBusValueCheck.isValidErrorName(name) { protocolError(link, "an error reply whose name is not an error name") }
         case .continued:
-            if let id = frame.string("id"), let app = frame.string("app-id") { activitySource?.markContinued(activityID: id, byApp: app) }
+            // Only for an activity this device fetched from here, and once.
+            guard let id = frame.string("id"), device.takeFetch(id),
+                  let app = frame.string("app-id"), app.isEmpty || (try? ReverseDNSName.validate(app, as: "app-id")) != nil else {
+                return protocolError(link, "a continued frame for an activity it did not fetch")
+            }
+            activitySource?.markContinued(activityID: id, byApp: app)
         case .continueFailed:
+            guard let id = frame.string("id"), device.takeFetch(id) else {
+                return protocolError(link, "a continue-failed frame for an activity it did not fetch")
+            }
             receivedContinueFailed(frame, from: device)
         default: break
         }
@@ -709,10 +850,9 @@ final class HandoffDaemon {
     // MARK: Timers
 
     private func tick() {
-        let now = clock.nowMicroseconds
+        let now = self.now
         if let event = pairing.expire(now: now) { finishPairing(event) }
         for link in links { link.tick() }
-        streams.expire(now: now)
         for device in devices.values {
             for (request, deadline) in device.fetchDeadlines where now >= deadline {
                 device.fetchDeadlines[request] = nil
@@ -724,8 +864,7 @@ final class HandoffDaemon {
             emitManagerChanged(["Discoverable"])
         }
         guard state.enabled, service != nil else { return }
-        for device in devices.values where (device.paired || device.tellUnpair) && device.link == nil && !device.address.isEmpty
-            && now >= device.reconnectAt {
+        for device in devices.values where needsReconnect(device) && now >= device.reconnectAt {
             device.reconnectAt = now + 5_000_000
             if !links.contains(where: { $0.address == device.address }) { dial(device.address) }
         }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import DBusKit
+import GLibSupport
 import Logging
 import TypedValues
 
@@ -11,34 +12,44 @@ final class Notifier {
     static let path = "/org/freedesktop/Notifications"
     private let bus: Connection
     private let log: Logger
-    private(set) var isAvailable = false
+    /// The notification server's unique name: only its signals answer for
+    /// the person (anyone on the bus may send `ActionInvoked`).
+    private var serverOwner = ""
+    var isAvailable: Bool { !serverOwner.isEmpty }
     /// Notification id → what its actions do.
     private var actions: [UInt32: (String) -> Void] = [:]
     /// Device id → its "Continue" notification.
     private var offers: [String: UInt32] = [:]
 
-    init(bus: Connection, log: Logger) {
+    private let scheduler: Scheduler
+
+    init(bus: Connection, log: Logger, scheduler: Scheduler) {
         self.bus = bus
+        self.scheduler = scheduler
         self.log = log
     }
 
     func start() throws {
         try bus.addMatch("type='signal',interface='\(Self.name)'")
         try bus.addMatch("type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(Self.name)'")
-        isAvailable = (try? bus.callBus("NameHasOwner", [.string(Self.name)]).first) == .boolean(true)
+        serverOwner = (try? bus.callBus("GetNameOwner", [.string(Self.name)]).first?.stringValue) ?? ""
     }
 
     func handle(_ message: Message) -> Bool {
         guard message.kind == .signal else { return false }
-        if message.member == "NameOwnerChanged", let arguments = try? message.arguments(), arguments.count == 3,
-           arguments[0].stringValue == Self.name {
-            isAvailable = !(arguments[2].stringValue ?? "").isEmpty
+        if message.member == "NameOwnerChanged", message.sender == "org.freedesktop.DBus", let arguments = try? message.arguments(),
+           arguments.count == 3, arguments[0].stringValue == Self.name {
+            serverOwner = arguments[2].stringValue ?? ""
             return false
         }
-        guard message.interface == Self.name, let arguments = try? message.arguments(),
+        guard message.interface == Self.name, !serverOwner.isEmpty, message.sender == serverOwner, let arguments = try? message.arguments(),
               let id = arguments.first?.uint32Value else { return false }
         if message.member == "ActionInvoked", let key = arguments.dropFirst().first?.stringValue {
-            actions.removeValue(forKey: id)?(key)
+            // Answered: the notification has done its work (a server may keep it otherwise).
+            guard let action = actions.removeValue(forKey: id) else { return false }
+            offers = offers.filter { $0.value != id }
+            close(id)
+            action(key)
         } else if message.member == "NotificationClosed" {
             actions.removeValue(forKey: id)?("closed")
             offers = offers.filter { $0.value != id }
@@ -72,20 +83,71 @@ final class Notifier {
         }
     }
 
-    /// Shows or updates the offer to continue a device's activity.
+    /// An offer waiting to be shown: the latest state of a device wins.
+    private struct Offer {
+        let title: String
+        let deviceName: String
+        let action: () -> Void
+    }
+
+    /// At most one Notify per device in flight, and this long between two:
+    /// a device that advertises a thousand times a second updates its one
+    /// notification a few times a second, with its latest activity.
+    static let minimumIntervalMicroseconds: Int64 = 250_000
+    private var pending: [String: Offer] = [:]
+    private var inFlight: Set<String> = []
+    private var withdrawnInFlight: Set<String> = []
+    private var nextAllowed: [String: Int64] = [:]
+    private var timers: [String: ScheduledWork] = [:]
+
+    /// Shows or updates the offer to continue a device's activity (one
+    /// notification per device, replaced in place).
     func offerContinue(deviceID: String, title: String, deviceName: String, action: @escaping () -> Void) {
-        let previous = offers[deviceID] ?? 0
-        notify(replacing: previous, summary: "Continue “\(title)” from \(deviceName)", body: "",
+        pending[deviceID] = Offer(title: title, deviceName: deviceName, action: action)
+        withdrawnInFlight.remove(deviceID)
+        showPending(deviceID)
+    }
+
+    private func showPending(_ deviceID: String) {
+        guard let offer = pending[deviceID], !inFlight.contains(deviceID) else { return }
+        let now = scheduler.monotonic
+        if let allowed = nextAllowed[deviceID], now < allowed {
+            if timers[deviceID]?.isPending != true {
+                timers[deviceID] = scheduler.after(milliseconds: UInt32(clamping: (allowed - now + 999) / 1000)) { [weak self] in
+                    self?.timers[deviceID] = nil
+                    self?.showPending(deviceID)
+                }
+            }
+            return
+        }
+        pending[deviceID] = nil
+        inFlight.insert(deviceID)
+        nextAllowed[deviceID] = now + Self.minimumIntervalMicroseconds
+        notify(replacing: offers[deviceID] ?? 0, summary: "Continue “\(offer.title)” from \(offer.deviceName)", body: "",
                actionList: ["default", "Continue", "continue", "Continue"]) { [weak self] id in
-            guard let self, let id else { return }
+            guard let self else { return }
+            self.inFlight.remove(deviceID)
+            guard let id else { return self.showPending(deviceID) }
+            if self.withdrawnInFlight.remove(deviceID) != nil {
+                self.close(id)
+                return
+            }
             self.offers[deviceID] = id
-            self.actions[id] = { key in if key == "continue" || key == "default" { action() } }
+            self.actions[id] = { key in if key == "continue" || key == "default" { offer.action() } }
+            self.showPending(deviceID)
         }
     }
 
     func withdraw(_ deviceID: String) {
+        pending[deviceID] = nil
+        timers.removeValue(forKey: deviceID)?.cancel()
+        if inFlight.contains(deviceID) { withdrawnInFlight.insert(deviceID) }
         guard let id = offers.removeValue(forKey: deviceID) else { return }
         actions[id] = nil
+        close(id)
+    }
+
+    private func close(_ id: UInt32) {
         if let message = try? Message.methodCall(destination: Self.name, path: Self.path, interface: Self.name,
                                                  member: "CloseNotification", arguments: [.uint32(id)]) {
             message.expectsReply = false

@@ -39,7 +39,7 @@ final class PeerLink {
     var onDataDrained: ((PeerLink) -> Void)?
 
     private let log: Logger
-    private let clock: HandoffClock
+    private let scheduler: Scheduler
     private let cancellable: GObjectRef
     private var connection: GObjectRef?
     private var tls: GObjectRef?
@@ -67,17 +67,25 @@ final class PeerLink {
     private var readWatch: GLibSource?
     private var writeWatch: GLibSource?
 
-    init(role: Role, serial: Int, address: String, loop: MainLoop, clock: HandoffClock, log: Logger, keepaliveSeconds: Int64,
-         acceptsKey: @escaping ([UInt8]) -> Bool) {
+    /// When the link was made (monotonic µs) and how long its handshake and
+    /// hello may take: a connection that does not authenticate in time is
+    /// closed, so silent or slow clients cannot hold descriptors for long.
+    let createdAt: Int64
+    let handshakeDeadlineMicroseconds: Int64
+
+    init(role: Role, serial: Int, address: String, loop: MainLoop, scheduler: Scheduler, log: Logger, keepaliveSeconds: Int64,
+         handshakeSeconds: Int64, acceptsKey: @escaping ([UInt8]) -> Bool) {
+        createdAt = scheduler.monotonic
+        handshakeDeadlineMicroseconds = handshakeSeconds * 1_000_000
         self.role = role
         self.loop = loop
         self.serial = serial
         self.address = address
-        self.clock = clock
+        self.scheduler = scheduler
         self.log = log
         self.acceptsKey = acceptsKey
         cancellable = GObjectRef(taking: UnsafeMutableRawPointer(g_cancellable_new()!))
-        liveness = LinkLiveness(keepaliveSeconds: keepaliveSeconds, now: clock.nowMicroseconds)
+        liveness = LinkLiveness(keepaliveSeconds: keepaliveSeconds, now: scheduler.monotonic)
     }
 
     deinit {
@@ -178,7 +186,7 @@ final class PeerLink {
             return
         }
         channelBinding = Array(UnsafeBufferPointer(start: binding.pointee.data, count: Int(binding.pointee.len)))
-        liveness.received(now: clock.nowMicroseconds)
+        liveness.received(now: scheduler.monotonic)
         isHandshakeDone = true
         watchInput(of: tls)
         writeNext()
@@ -195,7 +203,7 @@ final class PeerLink {
             return false
         }
         outgoing.append(bytes)
-        liveness.sent(now: clock.nowMicroseconds)
+        liveness.sent(now: scheduler.monotonic)
         writeNext()
         return true
     }
@@ -205,7 +213,7 @@ final class PeerLink {
     func sendData(_ frame: Frame) -> Bool {
         guard !isClosed, isPaired, let bytes = FrameCodec.encode(frame, limit: FrameCodec.pairedLimit) else { return false }
         outgoingData.append(bytes)
-        liveness.sent(now: clock.nowMicroseconds)
+        liveness.sent(now: scheduler.monotonic)
         writeNext()
         return true
     }
@@ -324,7 +332,7 @@ final class PeerLink {
             close(reason: "\(address) closed the connection")
             return false
         }
-        liveness.received(now: clock.nowMicroseconds)
+        liveness.received(now: scheduler.monotonic)
         reader.append(UnsafeRawBufferPointer(start: readBuffer, count: count))
         do {
             while !isClosed, let frame = try reader.next() {
@@ -344,9 +352,21 @@ final class PeerLink {
     // MARK: Liveness
 
     /// Called every second: keepalive, silence and stalled-frame timeouts.
+    /// When ``tick()`` next has something to do: the handshake deadline until
+    /// the peer's hello, then keepalives; nil once closed.
+    var nextDue: Int64? {
+        if isClosed { return nil }
+        let keepalive = peerKeyID.isEmpty ? Int64.max : liveness.nextDue
+        return helloReceived ? keepalive : min(keepalive, createdAt + handshakeDeadlineMicroseconds)
+    }
+
     func tick() {
-        guard !isClosed, !peerKeyID.isEmpty else { return }
-        switch liveness.action(now: clock.nowMicroseconds, midFrame: reader.isMidFrame) {
+        guard !isClosed else { return }
+        if !helloReceived && scheduler.monotonic >= createdAt + handshakeDeadlineMicroseconds {
+            return close(reason: "\(address) did not complete the handshake within \(handshakeDeadlineMicroseconds / 1_000_000) s")
+        }
+        guard !peerKeyID.isEmpty else { return }
+        switch liveness.action(now: scheduler.monotonic, midFrame: reader.isMidFrame) {
         case .nothing: break
         case .sendKeepalive: send(Frame(.keepalive))
         case .timedOut(let midFrame):

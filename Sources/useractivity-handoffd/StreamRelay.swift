@@ -7,6 +7,7 @@ import DBusKit
 import GLibSupport
 import HandoffCore
 import Logging
+import UserActivityInterfaces
 import TypedValues
 import UserActivityCore
 
@@ -205,6 +206,7 @@ final class StreamRelay {
     /// A fresh relay path for a continuation of `activityID` from `device`: its
     /// last element is random, so only the useractivityd it was given to can use it.
     func register(device: String, activityID: String, now: Int64) -> String {
+        expire(now: now)
         let path = Self.relayPathPrefix + ContinuationTokenBook.randomValue()
         relays[path] = Relay(device: device, activityID: activityID, expires: now + Self.grantMicroseconds)
         return path
@@ -238,6 +240,7 @@ final class StreamRelay {
 
     /// `device` fetched `activityID` to continue it: it may open one stream for it.
     func grant(device: String, activityID: String, now: Int64) {
+        expire(now: now)
         grants[device, default: [:]][activityID] = now + Self.grantMicroseconds
     }
 
@@ -310,8 +313,9 @@ final class StreamRelay {
         }
     }
 
-    /// Forgets relay paths and grants nobody used in time.
-    func expire(now: Int64) {
+    /// Forgets relay paths and grants nobody used in time. Each is checked
+    /// when used, so this runs only as new ones are added (no timer).
+    private func expire(now: Int64) {
         relays = relays.filter { $0.value.expires > now }
         for device in grants.keys {
             grants[device] = grants[device]?.filter { $0.value > now }

@@ -3,18 +3,12 @@ import ArgumentParser
 import DBusKit
 import Foundation
 import TypedValues
+import UserActivityInterfaces
 
-/// Handoff's fixed names (handoff contract).
-enum HO {
-    static let busName = "org.example.UserActivity.Handoff"
-    static let managerPath = "/org/example/UserActivity/Handoff"
-    static let managerInterface = "org.example.UserActivity.Handoff"
-    static let deviceInterface = "org.example.UserActivity.Handoff.Device"
-    static let devicePathPrefix = "/org/example/UserActivity/Handoff/device/"
-    static let agentInterface = "org.example.UserActivity.Handoff.Agent"
-    /// Where `pair` serves its agent.
-    static let agentPath = "/org/example/useractivityctl/HandoffAgent"
-    static let pairingRefused = "org.example.UserActivity.Error.PairingRefused"
+/// Where `pair` serves its Handoff agent (the CLI's own path; the contract's
+/// names come from ``HandoffInterfaces``).
+enum PairingAgent {
+    static let path = "/org/example/useractivityctl/HandoffAgent"
 }
 
 /// The session bus, talking to useractivity-handoffd.
@@ -24,10 +18,10 @@ final class HandoffClient {
     init() throws(CLIError) { client = try ServiceClient() }
 
     @discardableResult
-    func call(path: String = HO.managerPath, interface: String = HO.managerInterface, _ member: String,
+    func call(path: String = HandoffInterfaces.managerPath, interface: String = HandoffInterfaces.managerName, _ member: String,
               _ arguments: [TypedValue] = [], autoStart: Bool = true, timeoutMilliseconds: Int32 = 25_000) throws(CLIError) -> [TypedValue] {
         do {
-            return try client.call(destination: HO.busName, path: path, interface: interface, member, arguments,
+            return try client.call(destination: HandoffInterfaces.busName, path: path, interface: interface, member, arguments,
                                    autoStart: autoStart, timeoutMilliseconds: timeoutMilliseconds)
         } catch {
             throw Self.explained(error)
@@ -39,18 +33,18 @@ final class HandoffClient {
         var failure = failure
         if failure.exitCode == CLIError.unavailable, failure.hint?.contains("useractivityd is not running") == true {
             failure.hint = "useractivity-handoffd is not running and D-Bus could not start it: install the package "
-                + "(it ships /usr/share/dbus-1/services/\(HO.busName).service) or start useractivity-handoffd by hand."
+                + "(it ships /usr/share/dbus-1/services/\(HandoffInterfaces.busName).service) or start useractivity-handoffd by hand."
         }
         return failure
     }
 
     func managerProperties(autoStart: Bool = true) throws(CLIError) -> [String: TypedValue] {
-        let reply = try call(interface: UA.properties, "GetAll", [.string(HO.managerInterface)], autoStart: autoStart)
+        let reply = try call(interface: "org.freedesktop.DBus.Properties", "GetAll", [.string(HandoffInterfaces.managerName)], autoStart: autoStart)
         return dictionary(reply.first ?? .stringVariantDictionary([]))
     }
 
     func setManagerProperty(_ name: String, _ value: TypedValue) throws(CLIError) {
-        try call(interface: UA.properties, "Set", [.string(HO.managerInterface), .string(name), .variant(value)])
+        try call(interface: "org.freedesktop.DBus.Properties", "Set", [.string(HandoffInterfaces.managerName), .string(name), .variant(value)])
     }
 
     /// The device objects: path and Device properties, sorted by name then id.
@@ -60,7 +54,7 @@ final class HandoffClient {
         if case .dictionary(_, _, let entries)? = reply.first {
             for entry in entries {
                 guard let path = entry.key.objectPathValue, case .dictionary(_, _, let interfaces) = entry.value,
-                      let properties = interfaces.first(where: { $0.key.stringValue == HO.deviceInterface })?.value
+                      let properties = interfaces.first(where: { $0.key.stringValue == HandoffInterfaces.deviceName })?.value
                 else { continue }
                 devices.append(HandoffDevice(path: path, properties: properties.stringVariantEntries ?? []))
             }
@@ -101,7 +95,7 @@ struct HandoffDevice {
     private var byName: [String: TypedValue] { Dictionary(properties, uniquingKeysWith: { _, last in last }) }
     var name: String { byName["Name"]?.plainText ?? "" }
     var id: String { byName["DeviceId"]?.plainText ?? "" }
-    var pathID: String { path.hasPrefix(HO.devicePathPrefix) ? String(path.dropFirst(HO.devicePathPrefix.count)) : path }
+    var pathID: String { path.hasPrefix(HandoffInterfaces.devicePathPrefix) ? String(path.dropFirst(HandoffInterfaces.devicePathPrefix.count)) : path }
     var shortID: String { String((id.isEmpty ? pathID : id).prefix(12)) }
     var paired: Bool { byName["Paired"]?.boolValue ?? false }
     var reachable: Bool { byName["Reachable"]?.boolValue ?? false }
@@ -145,8 +139,8 @@ struct HandoffStatus: ParsableCommand {
 
     func run() throws {
         let handoff = try HandoffClient()
-        let running = try handoff.client.busDaemon("NameHasOwner", [.string(HO.busName)]).first?.boolValue ?? false
-        let activatable = (try handoff.client.busDaemon("ListActivatableNames").first?.stringArrayValue ?? []).contains(HO.busName)
+        let running = try handoff.client.busDaemon("NameHasOwner", [.string(HandoffInterfaces.busName)]).first?.boolValue ?? false
+        let activatable = (try handoff.client.busDaemon("ListActivatableNames").first?.stringArrayValue ?? []).contains(HandoffInterfaces.busName)
         var properties: [String: TypedValue] = [:]
         var devices: [HandoffDevice] = []
         if running {
@@ -179,7 +173,7 @@ struct HandoffStatus: ParsableCommand {
             Output.fields(fields)
         }
         if !running && !activatable {
-            throw CLIError("\(HO.busName) is not running and cannot be started",
+            throw CLIError("\(HandoffInterfaces.busName) is not running and cannot be started",
                            hint: "install the package, or start useractivity-handoffd by hand.", exitCode: CLIError.unavailable)
         }
     }
@@ -266,15 +260,15 @@ struct HandoffPair: ParsableCommand {
         let connection = handoff.client.connection
         Interrupts.install()
         // Only the service may ask this agent anything.
-        let owner = try handoff.client.busDaemon("GetNameOwner", [.string(HO.busName)]).first?.stringValue ?? ""
+        let owner = try handoff.client.busDaemon("GetNameOwner", [.string(HandoffInterfaces.busName)]).first?.stringValue ?? ""
         var requests: [Message] = []
         var cancelled = false
         do {
-            try connection.registerFallback(path: HO.agentPath) { message in
+            try connection.registerFallback(path: PairingAgent.path) { message in
                 guard message.kind == .methodCall else { return false }
-                guard message.sender == owner, message.interface == HO.agentInterface || message.interface == nil else {
+                guard message.sender == owner, message.interface == HandoffInterfaces.agentName || message.interface == nil else {
                     connection.send(Message.error(to: message, name: "org.freedesktop.DBus.Error.AccessDenied",
-                                                  message: "only \(HO.busName) may use this agent"))
+                                                  message: "only \(HandoffInterfaces.busName) may use this agent"))
                     return true
                 }
                 switch message.member {
@@ -291,18 +285,18 @@ struct HandoffPair: ParsableCommand {
         } catch {
             throw CLIError(error)
         }
-        try handoff.call("RegisterAgent", [.objectPath(HO.agentPath)])
-        defer { _ = try? handoff.call("UnregisterAgent", [.objectPath(HO.agentPath)], timeoutMilliseconds: 2000) }
+        try handoff.call("RegisterAgent", [.objectPath(PairingAgent.path)])
+        defer { _ = try? handoff.call("UnregisterAgent", [.objectPath(PairingAgent.path)], timeoutMilliseconds: 2000) }
 
         var outcome: Result<Message, DBusFailure>?
-        let pair = Message.methodCall(destination: owner, path: target.path, interface: HO.deviceInterface, member: "Pair")
+        let pair = Message.methodCall(destination: owner, path: target.path, interface: HandoffInterfaces.deviceName, member: "Pair")
         // A person answers on both devices: no short deadline.
         connection.callAsync(pair, timeoutMilliseconds: 10 * 60 * 1000) { outcome = $0 }
         Output.error("pairing with \(target.name) (\(target.shortID))…")
         let input = LineInput()
         while outcome == nil {
             if Interrupts.stopRequested {
-                _ = try? handoff.call(path: target.path, interface: HO.deviceInterface, "CancelPairing", timeoutMilliseconds: 2000)
+                _ = try? handoff.call(path: target.path, interface: HandoffInterfaces.deviceName, "CancelPairing", timeoutMilliseconds: 2000)
                 throw CLIError("pairing cancelled", exitCode: 130)
             }
             guard connection.readWriteDispatch(timeoutMilliseconds: 200) else {
@@ -330,7 +324,7 @@ struct HandoffPair: ParsableCommand {
                 if accepted, let reply = try? Message.methodReturn(to: request) {
                     connection.send(reply)
                 } else {
-                    connection.send(Message.error(to: request, name: HO.pairingRefused, message: "refused on this device"))
+                    connection.send(Message.error(to: request, name: HandoffInterfaces.ErrorName.pairingRefused, message: "refused on this device"))
                 }
                 connection.flush()
             }
@@ -382,7 +376,7 @@ struct HandoffUnpair: ParsableCommand {
     func run() throws {
         let handoff = try HandoffClient()
         let target = try handoff.device(device)
-        try handoff.call(path: target.path, interface: HO.deviceInterface, "Unpair")
+        try handoff.call(path: target.path, interface: HandoffInterfaces.deviceName, "Unpair")
         Output.line("Unpaired \(target.name) (\(target.shortID)).")
     }
 }
@@ -398,7 +392,7 @@ struct HandoffContinue: ParsableCommand {
     func run() throws {
         let handoff = try HandoffClient()
         let target = try handoff.device(device)
-        let reply = try handoff.call(path: target.path, interface: HO.deviceInterface, "ContinueActivity",
+        let reply = try handoff.call(path: target.path, interface: HandoffInterfaces.deviceName, "ContinueActivity",
                                      [.stringVariantDictionary([])], timeoutMilliseconds: 60_000)
         Output.line(reply.first?.stringValue ?? "")
     }

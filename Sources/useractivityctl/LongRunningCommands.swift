@@ -3,6 +3,7 @@ import ArgumentParser
 import DBusKit
 import Foundation
 import TypedValues
+import UserActivityInterfaces
 
 struct BecomeCurrent: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -26,12 +27,12 @@ struct BecomeCurrent: ParsableCommand {
 
         let events = SignalQueue()
         try events.attach(to: client.connection)
-        try client.addMatch("type='signal',sender='\(UA.busName)',path='\(UA.managerPath)',interface='org.freedesktop.DBus.ObjectManager',member='InterfacesRemoved'")
-        try client.addMatch("type='signal',sender='\(UA.busName)',path='\(path)',interface='\(UA.properties)',member='PropertiesChanged'")
-        try client.addMatch("type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(UA.busName)'")
+        try client.addMatch("type='signal',sender='\(Interfaces.busName)',path='\(Interfaces.managerPath)',interface='org.freedesktop.DBus.ObjectManager',member='InterfacesRemoved'")
+        try client.addMatch("type='signal',sender='\(Interfaces.busName)',path='\(path)',interface='\("org.freedesktop.DBus.Properties")',member='PropertiesChanged'")
+        try client.addMatch("type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(Interfaces.busName)'")
         // Reading the activity's property asks the daemon for this activity's
         // signals (and no other's); it also says whether it is still current.
-        var isCurrent = (try? client.call(path: path, interface: UA.properties, "Get", [.string(UA.activityInterface), .string("Current")]))?
+        var isCurrent = (try? client.call(path: path, interface: "org.freedesktop.DBus.Properties", "Get", [.string(Interfaces.activityName), .string("Current")]))?
             .first?.unwrappedVariant.boolValue ?? true
 
         if output.json { try Output.json(["activity": path]) } else { Output.line(path) }
@@ -62,7 +63,7 @@ struct BecomeCurrent: ParsableCommand {
         }
         // Ending it explicitly (rather than by closing the connection) means
         // every watcher sees it gone before this command has exited.
-        _ = try? client.call(path: path, interface: UA.activityInterface, "Invalidate", timeoutMilliseconds: 2000)
+        _ = try? client.call(path: path, interface: Interfaces.activityName, "Invalidate", timeoutMilliseconds: 2000)
         client.connection.flush()
         Output.error("the activity ended")
     }
@@ -90,10 +91,10 @@ struct Monitor: ParsableCommand {
         _ = try client.call("Subscribe")
         let events = SignalQueue()
         try events.attach(to: client.connection)
-        try client.addMatch("type='signal',sender='\(UA.busName)',path='\(UA.managerPath)',interface='\(UA.properties)',member='PropertiesChanged'")
-        try client.addMatch("type='signal',sender='\(UA.busName)',interface='\(UA.activityInterface)',member='Continued'")
-        try client.addMatch("type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(UA.busName)'")
-        Output.error("following \(UA.busName): current activity and continuations (Ctrl-C to stop)")
+        try client.addMatch("type='signal',sender='\(Interfaces.busName)',path='\(Interfaces.managerPath)',interface='\("org.freedesktop.DBus.Properties")',member='PropertiesChanged'")
+        try client.addMatch("type='signal',sender='\(Interfaces.busName)',interface='\(Interfaces.activityName)',member='Continued'")
+        try client.addMatch("type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(Interfaces.busName)'")
+        Output.error("following \(Interfaces.busName): current activity and continuations (Ctrl-C to stop)")
 
         while !Interrupts.stopRequested {
             guard client.connection.readWriteDispatch(timeoutMilliseconds: 200) else {
@@ -111,7 +112,7 @@ struct Monitor: ParsableCommand {
         var words: [String] = []
         switch signal.member {
         case "PropertiesChanged":
-            guard signal.arguments.first?.stringValue == UA.managerInterface,
+            guard signal.arguments.first?.stringValue == Interfaces.managerName,
                   let changed = signal.arguments.dropFirst().first?.stringVariantEntries,
                   let path = changed.first(where: { $0.0 == "CurrentActivity" })?.1.objectPathValue
             else { return }

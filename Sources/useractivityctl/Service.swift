@@ -2,16 +2,7 @@
 import DBusKit
 import Foundation
 import TypedValues
-
-/// The contract's fixed names (`dbus/org.example.UserActivity.xml`).
-enum UA {
-    static let busName = "org.example.UserActivity"
-    static let managerPath = "/org/example/UserActivity"
-    static let managerInterface = "org.example.UserActivity"
-    static let activityInterface = "org.example.UserActivity.Activity"
-    static let activityPathPrefix = "/org/example/UserActivity/activity/"
-    static let properties = "org.freedesktop.DBus.Properties"
-}
+import UserActivityInterfaces
 
 /// A failure the command reports on stderr as `useractivityctl: <text>`,
 /// followed by an optional hint line, and exits with ``exitCode``.
@@ -43,7 +34,7 @@ struct CLIError: Error, CustomStringConvertible {
              "org.freedesktop.DBus.Error.NameHasNoOwner":
             hint = """
             useractivityd is not running and D-Bus could not start it. Start it by hand (`useractivityd &`), \
-            or install its activation file: copy dbus/\(UA.busName).service to ~/.local/share/dbus-1/services/ \
+            or install its activation file: copy dbus/\(Interfaces.busName).service to ~/.local/share/dbus-1/services/ \
             with Exec= set to the path of useractivityd.
             """
             exitCode = CLIError.unavailable
@@ -56,9 +47,9 @@ struct CLIError: Error, CustomStringConvertible {
              "org.freedesktop.DBus.Error.BadAddress":
             hint = "the session bus at DBUS_SESSION_BUS_ADDRESS cannot be reached; run this inside your desktop session."
             exitCode = CLIError.unavailable
-        case "org.example.UserActivity.Error.UnknownApplication":
+        case ErrorNames.name(for: .unknownApplication):
             hint = "name an installed app with --app-id (its desktop entry declares activity types in X-UserActivityTypes); `useractivityctl types` lists them."
-        case "org.example.UserActivity.Error.NotDeclared":
+        case ErrorNames.name(for: .notDeclared):
             hint = "`useractivityctl types` shows which app declares which activity types."
         default:
             break
@@ -107,7 +98,7 @@ final class ServiceClient {
 
     /// Calls a method and returns the reply's arguments.
     @discardableResult
-    func call(destination: String = UA.busName, path: String = UA.managerPath, interface: String = UA.managerInterface,
+    func call(destination: String = Interfaces.busName, path: String = Interfaces.managerPath, interface: String = Interfaces.managerName,
               _ member: String, _ arguments: [TypedValue] = [], autoStart: Bool = true,
               timeoutMilliseconds: Int32 = 25_000) throws(CLIError) -> [TypedValue] {
         let message = Message.methodCall(destination: destination, path: path, interface: interface, member: member)
@@ -125,17 +116,17 @@ final class ServiceClient {
 
     /// A manager property (the content of the variant).
     func managerProperty(_ name: String, autoStart: Bool = true) throws(CLIError) -> TypedValue {
-        let reply = try call(interface: UA.properties, "Get", [.string(UA.managerInterface), .string(name)], autoStart: autoStart)
+        let reply = try call(interface: "org.freedesktop.DBus.Properties", "Get", [.string(Interfaces.managerName), .string(name)], autoStart: autoStart)
         return reply.first?.unwrappedVariant ?? .string("")
     }
 
     func setManagerProperty(_ name: String, _ value: TypedValue) throws(CLIError) {
-        try call(interface: UA.properties, "Set", [.string(UA.managerInterface), .string(name), .variant(value)])
+        try call(interface: "org.freedesktop.DBus.Properties", "Set", [.string(Interfaces.managerName), .string(name), .variant(value)])
     }
 
     /// All properties of a live activity, in the daemon's order.
     func activityProperties(_ path: String) throws(CLIError) -> [(String, TypedValue)] {
-        let reply = try call(path: path, interface: UA.properties, "GetAll", [.string(UA.activityInterface)])
+        let reply = try call(path: path, interface: "org.freedesktop.DBus.Properties", "GetAll", [.string(Interfaces.activityName)])
         return reply.first?.stringVariantEntries ?? []
     }
 
@@ -154,13 +145,13 @@ final class ServiceClient {
 /// `/org/example/UserActivity/activity/3` for `3`, a path as given.
 func activityPath(_ pathOrID: String) throws(CLIError) -> String {
     if pathOrID.hasPrefix("/") {
-        guard pathOrID.hasPrefix(UA.activityPathPrefix) else {
-            throw CLIError("\(pathOrID) is not a live activity's path (they are \(UA.activityPathPrefix)<id>)")
+        guard pathOrID.hasPrefix(Interfaces.activityPathPrefix) else {
+            throw CLIError("\(pathOrID) is not a live activity's path (they are \(Interfaces.activityPathPrefix)<id>)")
         }
         return pathOrID
     }
     guard !pathOrID.isEmpty, pathOrID.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }) else {
         throw CLIError("'\(pathOrID)' is neither an activity path nor an activity id (the last part of its path, as `useractivityctl list` shows)")
     }
-    return UA.activityPathPrefix + pathOrID
+    return Interfaces.activityPathPrefix + pathOrID
 }

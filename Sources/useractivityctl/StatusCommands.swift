@@ -2,6 +2,7 @@
 import ArgumentParser
 import Foundation
 import TypedValues
+import UserActivityInterfaces
 
 struct Status: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -12,8 +13,8 @@ struct Status: ParsableCommand {
 
     func run() throws {
         let client = try ServiceClient()
-        let running = try client.busDaemon("NameHasOwner", [.string(UA.busName)]).first?.boolValue ?? false
-        let activatable = (try client.busDaemon("ListActivatableNames").first?.stringArrayValue ?? []).contains(UA.busName)
+        let running = try client.busDaemon("NameHasOwner", [.string(Interfaces.busName)]).first?.boolValue ?? false
+        let activatable = (try client.busDaemon("ListActivatableNames").first?.stringArrayValue ?? []).contains(Interfaces.busName)
         var pid: UInt32?
         var version: String?
         var current: String?
@@ -21,7 +22,7 @@ struct Status: ParsableCommand {
         var live = 0
         var paused: Bool?
         if running {
-            pid = (try? client.busDaemon("GetConnectionUnixProcessID", [.string(UA.busName)]))?.first?.uint32Value
+            pid = (try? client.busDaemon("GetConnectionUnixProcessID", [.string(Interfaces.busName)]))?.first?.uint32Value
             version = try client.managerProperty("Version", autoStart: false).stringValue
             let path = try client.managerProperty("CurrentActivity", autoStart: false).objectPathValue ?? "/"
             if path != "/" {
@@ -65,8 +66,8 @@ struct Status: ParsableCommand {
         }
         if !running && !activatable {
             throw CLIError(
-                "\(UA.busName) is not running and cannot be started",
-                hint: "start useractivityd by hand, or install dbus/\(UA.busName).service into ~/.local/share/dbus-1/services/.",
+                "\(Interfaces.busName) is not running and cannot be started",
+                hint: "start useractivityd by hand, or install dbus/\(Interfaces.busName).service into ~/.local/share/dbus-1/services/.",
                 exitCode: CLIError.unavailable)
         }
     }
@@ -136,7 +137,7 @@ struct List: ParsableCommand {
         if case .dictionary(_, _, let entries)? = reply.first {
             for entry in entries {
                 guard let path = entry.key.objectPathValue, case .dictionary(_, _, let interfaces) = entry.value,
-                      let properties = interfaces.first(where: { $0.key.stringValue == UA.activityInterface })?.value
+                      let properties = interfaces.first(where: { $0.key.stringValue == Interfaces.activityName })?.value
                 else { continue }
                 activities.append((path, properties.stringVariantEntries ?? []))
             }
@@ -152,7 +153,7 @@ struct List: ParsableCommand {
         let rows = activities.map { activity -> [String] in
             let byName = Dictionary(activity.properties, uniquingKeysWith: { _, last in last })
             return [
-                String(activity.path.dropFirst(UA.activityPathPrefix.count)),
+                String(activity.path.dropFirst(Interfaces.activityPathPrefix.count)),
                 byName["Current"]?.boolValue == true ? "*" : "",
                 byName["AppId"]?.plainText ?? "",
                 byName["ActivityType"]?.plainText ?? "",

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 @testable import ActivityStore
+import FuzzGenerators
 import Foundation
 import Testing
 import TypedValues

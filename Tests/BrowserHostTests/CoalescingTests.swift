@@ -2,6 +2,7 @@
 import BrowserHost
 import BrowserHostProtocol
 import GLibSupport
+import SchedulerTestSupport
 import Testing
 
 final class RecordingPublisher: PagePublisher {

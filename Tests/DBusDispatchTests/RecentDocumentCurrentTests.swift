@@ -2,6 +2,7 @@
 import DBusKit
 import Foundation
 import GLibSupport
+import SchedulerTestSupport
 import TestSupport
 import Testing
 import TypedValues

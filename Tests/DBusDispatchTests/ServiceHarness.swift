@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import SchedulerTestSupport
 import DBusKit
 import Foundation
 import GLibSupport
@@ -51,7 +52,6 @@ final class ServiceHarness: @unchecked Sendable {
         loop = MainLoop.withNewContext()
         var configuration = ServiceConfiguration(applicationDirectories: session.applicationDirectories, stateDirectory: stateDirectory)
         configuration.configDirectory = configDirectory
-        if let clock { configuration.clock = clock }
         configuration.identityLookupFault = identityLookupFault
         configuration.procRoot = flatpakApp == nil ? "/proc" : procRoot.path
         configuration.recentFilesPath = recentFilesPath
@@ -59,6 +59,8 @@ final class ServiceHarness: @unchecked Sendable {
         let loopBox = UncheckedBox(loop)
         let configurationBox = UncheckedBox(configuration)
         self.scheduler = scheduler
+        // A stepped wall clock goes through the one seam, a GLib scheduler reading it.
+        let serviceScheduler = UncheckedBox<(any Scheduler)?>(scheduler ?? clock.map { GLibScheduler(loop: loop, clock: $0) })
         // The thread holds only this state, never the harness: the harness's
         // deinit (which stops the loop) must be able to run.
         let state = threadState
@@ -68,7 +70,7 @@ final class ServiceHarness: @unchecked Sendable {
                 let connection = try Connection.bus(address: address)
                 try DBusMainLoopBridge.attach(connection, to: loop)
                 let service = try loop.withThreadDefault {
-                    try UserActivityService(bus: connection, loop: loop, scheduler: scheduler, configuration: configurationBox.value,
+                    try UserActivityService(bus: connection, loop: loop, scheduler: serviceScheduler.value, configuration: configurationBox.value,
                                             log: Logger(label: "test-service"))
                 }
                 try loop.withThreadDefault { try service.export() }

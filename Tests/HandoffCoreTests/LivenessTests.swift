@@ -28,6 +28,16 @@ import Testing
         clock.advance(seconds: 3)
         #expect(liveness.action(now: clock.nowMicroseconds, midFrame: false) == .timedOut(midFrame: false))
     }
+
+    @Test func nextDueIsTheEarlierOfTheKeepaliveAndTheTimeout() {
+        var liveness = LinkLiveness(keepaliveSeconds: 15, now: 0)
+        #expect(liveness.nextDue == 15_000_000)
+        liveness.sent(now: 14_000_000)
+        #expect(liveness.nextDue == 29_000_000)
+        liveness.sent(now: 40_000_000)
+        #expect(liveness.nextDue == 45_000_000, "nothing received since 0: the timeout comes first")
+        #expect(liveness.action(now: liveness.nextDue, midFrame: false) == .timedOut(midFrame: false))
+    }
 }
 
 @Suite struct DiscoverableWindowTests {
@@ -44,6 +54,16 @@ import Testing
         #expect(!window.isOn)
         expired = window.expire(now: clock.nowMicroseconds, timeoutSeconds: 120)
         #expect(!expired)
+    }
+
+    @Test func nextDueOnlyWhileOnWithATimeout() {
+        var window = DiscoverableWindow()
+        #expect(window.nextDue(timeoutSeconds: 120) == nil)
+        window.set(true, now: 5_000_000)
+        #expect(window.nextDue(timeoutSeconds: 120) == 125_000_000)
+        #expect(window.nextDue(timeoutSeconds: 0) == nil)
+        window.set(false, now: 6_000_000)
+        #expect(window.nextDue(timeoutSeconds: 120) == nil)
     }
 
     @Test func zeroMeansUntilTurnedOff() {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import HandoffCore
+import TypedValues
 import Testing
 
 @Suite struct PairingMachineTests {
@@ -39,6 +40,16 @@ import Testing
         #expect(machine.answerLocally(peer: "q", accepted: true, now: 0) == nil)
         #expect(machine.cancel(peer: "p") == .cancelled(peer: "p"))
         _ = try machine.start(peer: "q", code: "2", initiatedLocally: false, discoverable: true, now: 0)
+    }
+
+    @Test func aPeerThatGoesAwayIsNotARefusal() throws {
+        var machine = PairingMachine()
+        _ = try machine.start(peer: "p", code: "1", initiatedLocally: true, discoverable: false, now: 0)
+        #expect(machine.answerLocally(peer: "p", accepted: true, now: 0) == nil)
+        #expect(machine.peerWentAway("q") == nil)
+        #expect(machine.peerWentAway("p") == .wentAway(peer: "p"))
+        #expect(machine.current == nil)
+        #expect(machine.answerRemotely(peer: "p", accepted: true, now: 0) == nil)
     }
 
     @Test func timesOutOnTheInjectedClock() throws {
@@ -97,5 +108,41 @@ import Testing
         #expect(Set(frame.body.keys) == ["id", "activity-type", "app-id", "title", "webpage-url", "timestamp"])
         #expect(AdvertDecision.activity(from: frame) == activity)
         #expect(AdvertDecision.activity(from: AdvertDecision.frame(for: nil)) == nil)
+    }
+
+    @Test func onlyHTTPPagesAndNoDocumentsFromAnotherDevice() {
+        #expect(AdvertDecision.refusalFromAnotherDevice(activityType: "com.example.Editor.edit", webpageURL: "") == nil)
+        #expect(AdvertDecision.refusalFromAnotherDevice(activityType: "x.y", webpageURL: "https://example.com/a") == nil)
+        #expect(AdvertDecision.refusalFromAnotherDevice(activityType: "x.y", webpageURL: "HTTP://example.com/") == nil)
+        for url in ["javascript:alert(1)", "file:///etc/passwd", "smb://203.0.113.9/share/x.txt", "https", "data:text/html,x"] {
+            #expect(AdvertDecision.refusalFromAnotherDevice(activityType: "x.y", webpageURL: url) != nil, "\(url)")
+        }
+        #expect(AdvertDecision.refusalFromAnotherDevice(activityType: AdvertDecision.openDocumentType, webpageURL: "") != nil)
+    }
+
+    @Test func theFetchedActivityMustBeTheAdvertisedOne() {
+        let shown = LocalActivity(id: "3", activityType: "com.example.Editor.edit", appID: "com.example.Editor", title: "Quarterly report",
+                                  webpageURL: "", timestamp: 1, eligibleForHandoff: true)
+        let same: [String: TypedValue] = ["app-id": .string("com.example.Editor"), "title": .string("Quarterly report"), "user-info": .string("x")]
+        #expect(AdvertDecision.matches(shown, activityType: shown.activityType, properties: same))
+        #expect(!AdvertDecision.matches(shown, activityType: AdvertDecision.openDocumentType, properties: same))
+        var other = same
+        other["title"] = .string("Renamed by the owner's save")
+        #expect(AdvertDecision.matches(shown, activityType: shown.activityType, properties: other))
+        other["app-id"] = .string("com.example.Other")
+        #expect(!AdvertDecision.matches(shown, activityType: shown.activityType, properties: other))
+        other = same
+        other["webpage-url"] = .string("https://example.com/")
+        #expect(!AdvertDecision.matches(shown, activityType: shown.activityType, properties: other))
+    }
+
+    @Test func advertFieldsAreBoundedByTheServiceLimits() {
+        let long = LocalActivity(id: "3", activityType: "a.b", appID: "a.b", title: String(repeating: "é", count: 200_000),
+                                 webpageURL: "", timestamp: 1, eligibleForHandoff: true)
+        let bounded = AdvertDecision.bounded(long)
+        #expect(bounded?.title.utf8.count == AdvertDecision.maximumTitleBytes)
+        var huge = long
+        huge.webpageURL = "https://example.com/" + String(repeating: "x", count: 70_000)
+        #expect(AdvertDecision.bounded(huge) == nil)
     }
 }

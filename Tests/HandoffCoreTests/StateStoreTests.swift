@@ -61,6 +61,20 @@ import Testing
         let directory = StateDirectory(path: temporaryDirectory() + "/none")
         #expect(try directory.loadState().state == HandoffState())
     }
+
+    @Test func looseModesAreMadePrivateWithAWarning() throws {
+        let root = temporaryDirectory()
+        let directory = StateDirectory(path: root + "/handoff")
+        try directory.write("key.pem", Array("secret".utf8))
+        #expect(directory.tightenModes(files: ["key.pem"]).isEmpty, "already private")
+        chmod(directory.path, 0o755)
+        chmod(directory.file("key.pem"), 0o644)
+        let warnings = directory.tightenModes(files: ["key.pem", "missing.ini"])
+        #expect(warnings.count == 2, "\(warnings)")
+        #expect(mode(directory.path) == 0o700)
+        #expect(mode(directory.file("key.pem")) == 0o600)
+        #expect(directory.tightenModes(files: ["key.pem"]).isEmpty)
+    }
 }
 
 @Suite struct MachineInfoTests {

@@ -71,6 +71,17 @@ struct AdvertAndContinueTests {
         #expect(value(try stacks.b.deviceProperties(onB)["CurrentActivity"], "continuable") == .boolean(false))
     }
 
+    @Test func anAppInstalledWhileRunningMakesTheAdvertContinuable() throws {
+        let stacks = try TwoStacks(appsA: Self.editorApps)
+        let (_, onB) = try stacks.pair()
+        _ = try stacks.a.becomeCurrent(app: UA.editor, type: UA.editType, [("title", .string("Installed later"))])
+        #expect(stacks.b.waitForDevice(onB, "CurrentActivity", { title($0) == "Installed later" }), "\(stacks.logs)")
+        #expect(value(try stacks.b.deviceProperties(onB)["CurrentActivity"], "continuable") == .boolean(false))
+        // The editor is installed on B while both daemons run: the shown advert follows.
+        _ = try stacks.b.session.writeDesktopEntry(appID: UA.editor, types: [UA.editType])
+        #expect(stacks.b.waitForDevice(onB, "CurrentActivity", { value($0, "continuable") == .boolean(true) }), "\(stacks.logs)")
+    }
+
     @Test func pauseAndIneligibilityStopAdverts() throws {
         let stacks = try TwoStacks(appsA: Self.editorApps, appsB: Self.editorApps)
         let (_, onB) = try stacks.pair()

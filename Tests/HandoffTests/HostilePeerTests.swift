@@ -57,6 +57,27 @@ except (ConnectionResetError, ssl.SSLError, OSError) as error:
 print("CLOSED", flush=True)
 """#
 
+/// A stranger holding connections open without a word: opens N TCP
+/// connections, prints `OPENED n`, then `CLOSED m` once the daemon closed
+/// them all (or after 40 s).
+let idleConnectionsScript = #"""
+import socket, sys, time, select
+port, count = int(sys.argv[1]), int(sys.argv[2])
+sockets = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(count)]
+print("OPENED %d" % len(sockets), flush=True)
+waiting = set(sockets)
+deadline = time.time() + 40
+while waiting and time.time() < deadline:
+    ready, _, _ = select.select(list(waiting), [], [], 1)
+    for s in ready:
+        try:
+            if not s.recv(100):
+                waiting.discard(s)
+        except OSError:
+            waiting.discard(s)
+print("CLOSED %d" % (count - len(waiting)), flush=True)
+"""#
+
 @Suite("Handoff against hostile or broken peers", .serialized)
 struct HostilePeerTests {
     /// Starts the raw peer against `stack` and returns its lines once it ended.
@@ -173,5 +194,33 @@ struct LivenessTests {
         #expect(stacks.b.waitForDevice(onB, "Reachable", timeout: 90, { $0 == .boolean(false) }), "\(stacks.logs)")
         #expect(try stacks.b.deviceProperties(onB)["CurrentActivity"]?.stringVariantEntries?.isEmpty == true)
         #expect(stacks.b.logEventually(contains: "stopped answering"), "\(stacks.logs)")
+    }
+
+    /// Descriptors the process holds.
+    func openDescriptors(_ pid: pid_t) -> Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
+    }
+
+    @Test func strangersThatNeverAuthenticateAreBoundedAndClosed() throws {
+        let stack = try Stack("A")
+        try stack.set("Enabled", .boolean(true))
+        stack.killHandoffd()
+        stack.extraEnvironment = ["USERACTIVITY_HANDOFF_HANDSHAKE_SECONDS": "2"]
+        try stack.startHandoffd()
+        #expect(waitUntil(timeout: 20) { stack.port > 0 })
+        let pid = try #require(stack.handoffd?.pid)
+        let before = openDescriptors(pid)
+        let script = stack.session.root + "/idle-connections.py"
+        try writeFileAtomically(script, contents: idleConnectionsScript, mode: 0o755)
+        let flood = try stack.bus.spawn("/usr/bin/python3", [script, "\(stack.port)", "300"])
+        defer { flood.terminate(grace: 0.5) }
+        #expect(try flood.readLine(timeout: 30) == "OPENED 300")
+        // At most 64 strangers are held at once (8 from one address), each for 2 s.
+        let held = openDescriptors(pid) - before
+        #expect(held <= 2 * 64, "\(held) descriptors more than before while 300 connections wait")
+        #expect(try flood.readLine(timeout: 60) == "CLOSED 300", "\(stack.handoffLog.suffix(3000))")
+        #expect(stack.handoffd?.waitForExit(timeout: 0.1) == nil)
+        #expect((try? stack.call(HO.busName, HO.managerPath, "org.freedesktop.DBus.Peer", "Ping")) != nil)
+        #expect(stack.logEventually(contains: "connections from 127.0.0.1 are still authenticating"), "\(stack.handoffLog.suffix(3000))")
     }
 }

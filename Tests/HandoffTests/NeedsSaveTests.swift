@@ -7,7 +7,7 @@ import TypedValues
 
 /// The owning app on the origin: registers a handler, makes an activity with
 /// NeedsSave current, prints `READY <path>`, then `SAVE` when asked to save;
-/// answers with fresh data (`save`) or never (`hang`).
+/// answers with fresh data (`save`), an error (`fail`) or never (`hang`).
 let ownerScript = #"""
 import sys, gi
 gi.require_version("Gio", "2.0")
@@ -26,6 +26,8 @@ def on_call(connection, sender, path, interface, method, parameters, invocation)
         print("SAVE", flush=True)
         if mode == "save":
             invocation.return_value(GLib.Variant("(a{sv})", ({"title": GLib.Variant("s", "Saved title")},)))
+        elif mode == "fail":
+            invocation.return_dbus_error("com.example.Editor.Error.DiskFull", "cannot save")
         else:
             held.append(invocation)
     elif method == "ContinueActivity":
@@ -78,23 +80,61 @@ struct NeedsSaveTests {
         #expect(line.contains("Saved title"), "\(line)")
     }
 
-    @Test func theOriginGoingAwayMidFetchIsConnectionUnavailable() throws {
+    /// B's ContinueActivity waits while A's owner is asked to save; then `goAway` ends A. The outcome, once it came.
+    func continueWhileTheOriginGoesAway(_ goAway: (TwoStacks) -> Void) throws -> (String?, TwoStacks) {
         let stacks = try TwoStacks(appsA: Self.apps, appsB: Self.apps)
         let (_, onB) = try stacks.pair()
         let owner = try startOwner(stacks.a, mode: "hang")
         defer { owner.terminate(grace: 0.5) }
         #expect(stacks.b.waitForDevice(onB, "CurrentActivity", { title($0) == "Unsaved" }), "\(stacks.logs)")
-        // The continue call waits on its own connection while the owner is asked to save.
-        let caller = try Connection.bus(address: stacks.b.bus.address)
-        let outcome = BackgroundCall {
-            let message = try Message.methodCall(destination: HO.busName, path: onB, interface: HO.device, member: "ContinueActivity",
-                                                 arguments: [.dictionary(keyType: "s", valueType: "v", [.init(key: .string("timeout-ms"), value: .variant(.uint32(60_000)))])])
-            _ = try caller.call(message, timeoutMilliseconds: 60_000)
-        }
+        let outcome = try stacks.b.callInBackground(onB, HO.device, "ContinueActivity", [Self.options(timeoutMilliseconds: 60_000)])
         #expect(try owner.readLine(timeout: 20) == "SAVE")
-        stacks.a.killHandoffd()
+        goAway(stacks)
         #expect(waitUntil(timeout: 30) { outcome.value != nil })
-        #expect(outcome.value == "org.example.UserActivity.Error.ConnectionUnavailable", "\(stacks.logs)")
-        caller.close()
+        return (outcome.value, stacks)
+    }
+
+    @Test func theOriginGoingAwayMidFetchIsConnectionUnavailable() throws {
+        let (outcome, stacks) = try continueWhileTheOriginGoesAway { $0.a.killHandoffd() }
+        #expect(outcome == UA.error("ConnectionUnavailable"), "\(stacks.logs)")
+    }
+
+    static func options(timeoutMilliseconds: UInt32) -> TypedValue {
+        .dictionary(keyType: "s", valueType: "v", [.init(key: .string("timeout-ms"), value: .variant(.uint32(timeoutMilliseconds)))])
+    }
+
+    /// Continues A's activity on B while A's owner answers SaveActivity as `mode` says; the D-Bus error name, or `ok`.
+    func continueFromB(ownerMode mode: String, timeoutMilliseconds: UInt32) throws -> String {
+        let stacks = try TwoStacks(appsA: Self.apps, appsB: Self.apps)
+        let (_, onB) = try stacks.pair()
+        let owner = try startOwner(stacks.a, mode: mode)
+        defer { owner.terminate(grace: 0.5) }
+        let handler = try HandlerFixture.start(app: UA.editor, bus: stacks.b.bus, directory: stacks.b.session.root)
+        defer { handler.terminate(grace: 0.5) }
+        #expect(stacks.b.waitForDevice(onB, "CurrentActivity", { title($0) == "Unsaved" }), "\(stacks.logs)")
+        let outcome = dbusErrorName {
+            _ = try stacks.b.call(HO.busName, onB, HO.device, "ContinueActivity", [Self.options(timeoutMilliseconds: timeoutMilliseconds)],
+                                  timeout: 60_000)
+        } ?? "ok"
+        #expect(try owner.readLine(timeout: 30) == "SAVE")
+        return outcome
+    }
+
+    @Test func anOwnerThatFailsToSaveIsHandoffFailed() throws {
+        #expect(try continueFromB(ownerMode: "fail", timeoutMilliseconds: 20_000) == UA.error("HandoffFailed"))
+    }
+
+    /// The contract leaves an owner that does not answer in time open: the
+    /// same as a failed save, since the data would be older than what the person sees.
+    @Test func anOwnerThatDoesNotSaveInTimeIsHandoffFailed() throws {
+        #expect(try continueFromB(ownerMode: "hang", timeoutMilliseconds: 1000) == UA.error("HandoffFailed"))
+    }
+
+    @Test func theOriginLosingItsSessionBusMidFetchIsConnectionUnavailable() throws {
+        // A's session ends: its bus goes (and useractivityd with it); handoffd A stays up until it notices.
+        let (outcome, stacks) = try continueWhileTheOriginGoesAway { $0.a.bus.stop() }
+        #expect(outcome == UA.error("ConnectionUnavailable"), "\(stacks.logs)")
+        // A daemon without its session bus has nobody to serve: it exits.
+        #expect(stacks.a.handoffd?.waitForExit(timeout: 30) != nil, "\(stacks.logs)")
     }
 }

@@ -6,7 +6,8 @@ import Testing
 import TypedValues
 
 /// A fake notification server: prints `NOTIFY <id> <summary> | <actions>`
-/// and `CLOSE <id>`; invokes the action named on its command line (or none).
+/// and `CLOSE <id>`; invokes the action named on its command line (or none),
+/// and any action when told with the test-only `Invoke(u id, s action)`.
 let notificationServerScript = #"""
 import sys, gi
 gi.require_version("Gio", "2.0")
@@ -17,6 +18,7 @@ XML = """<node><interface name="org.freedesktop.Notifications">
 <arg type="s" direction="in"/><arg type="s" direction="in"/><arg type="as" direction="in"/><arg type="a{sv}" direction="in"/>
 <arg type="i" direction="in"/><arg type="u" direction="out"/></method>
 <method name="CloseNotification"><arg type="u" direction="in"/></method>
+<method name="Invoke"><arg type="u" direction="in"/><arg type="s" direction="in"/></method>
 <signal name="ActionInvoked"><arg type="u"/><arg type="s"/></signal>
 <signal name="NotificationClosed"><arg type="u"/><arg type="u"/></signal></interface></node>"""
 state = {"next": 1}
@@ -34,6 +36,11 @@ def on_call(connection, sender, path, interface, method, parameters, invocation)
                                        "ActionInvoked", GLib.Variant("(us)", (nid, invoke)))
                 return False
             GLib.timeout_add(50, fire)
+    elif method == "Invoke":
+        nid, action = parameters.unpack()
+        connection.emit_signal(None, "/org/freedesktop/Notifications", "org.freedesktop.Notifications",
+                               "ActionInvoked", GLib.Variant("(us)", (nid, action)))
+        invocation.return_value(None)
     else:
         print("CLOSE %d" % parameters.unpack()[0], flush=True)
         invocation.return_value(None)
@@ -63,6 +70,9 @@ struct NotificationTests {
         let line = try #require(try server.readLine(timeout: 30))
         #expect(line.contains("Pair with Stack A?") && line.contains("accept Accept decline Decline"), "\(line)")
         #expect(stacks.b.waitForDevice(stacks.b.devicePath(of: stacks.a), "Paired", { $0 == .boolean(true) }), "\(stacks.logs)")
+        // Answered, the notification is closed.
+        let id = line.split(separator: " ").dropFirst().first.map(String.init) ?? "?"
+        #expect(try server.readLine(timeout: 30) == "CLOSE \(id)")
     }
 
     @Test func declineInTheNotificationRefuses() throws {
@@ -71,6 +81,32 @@ struct NotificationTests {
         _ = try startServer(stacks.b, invoking: "decline")
         let path = try stacks.link()
         #expect(dbusErrorName { try stacks.a.call(HO.busName, path, HO.device, "Pair") } == "org.example.UserActivity.Error.PairingRefused")
+    }
+
+    @Test func onlyTheNotificationServerAnswersForThePerson() throws {
+        let stacks = try TwoStacks()
+        _ = try stacks.a.startAgent(accept: true)
+        let server = try startServer(stacks.b, invoking: "none")
+        let path = try stacks.link()
+        let outcome = try stacks.a.callInBackground(path, HO.device, "Pair")
+        let line = try #require(try server.readLine(timeout: 30))
+        let id = try #require(line.split(separator: " ").dropFirst().first.flatMap { UInt32($0) }, "\(line)")
+        // Another program on B's bus claims the person pressed Accept, again
+        // and again: each Ping answers after handoffd read the signal before it.
+        // (handoffd learns the id from Notify's reply, so the first ones may come early.)
+        let forged = try Message.signal(path: "/org/freedesktop/Notifications", interface: "org.freedesktop.Notifications",
+                                        member: "ActionInvoked", arguments: [.uint32(id), .string("accept")])
+        for _ in 0..<40 where outcome.value == nil {
+            _ = stacks.b.client.send(forged)
+            _ = try stacks.b.call(HO.busName, HO.managerPath, "org.freedesktop.DBus.Peer", "Ping")
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        // Then the person declines in the real notification.
+        _ = try stacks.b.call("org.freedesktop.Notifications", "/org/freedesktop/Notifications", "org.freedesktop.Notifications",
+                              "Invoke", [.uint32(id), .string("decline")])
+        #expect(waitUntil(timeout: 30) { outcome.value != nil })
+        #expect(outcome.value == "org.example.UserActivity.Error.PairingRefused", "\(stacks.logs)")
+        #expect(try stacks.b.deviceProperties(stacks.b.devicePath(of: stacks.a))["Paired"] == .boolean(false))
     }
 
     @Test func aContinuableActivityIsOfferedAndWithdrawn() throws {

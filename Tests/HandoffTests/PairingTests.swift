@@ -127,12 +127,7 @@ struct PairingTests {
         let agentA = try stacks.a.startSilentAgent()
         let agentB = try stacks.b.startSilentAgent()
         let path = try stacks.link()
-        let caller = try Connection.bus(address: stacks.a.bus.address)
-        defer { caller.close() }
-        let outcome = BackgroundCall {
-            _ = try caller.call(try Message.methodCall(destination: HO.busName, path: path, interface: HO.device, member: "Pair", arguments: []),
-                                timeoutMilliseconds: 60_000)
-        }
+        let outcome = try stacks.a.callInBackground(path, HO.device, "Pair")
         #expect(try agentA.readLine(timeout: 30)?.hasPrefix("REQUEST ") == true)
         #expect(try agentB.readLine(timeout: 30)?.hasPrefix("REQUEST ") == true)
         _ = try stacks.a.call(HO.busName, path, HO.device, "CancelPairing")
@@ -141,6 +136,30 @@ struct PairingTests {
         #expect(try agentA.readLine(timeout: 30) == "CANCEL")
         #expect(try agentB.readLine(timeout: 30) == "CANCEL", "\(stacks.logs)")
         #expect(try stacks.a.deviceProperties(path)["Paired"] == .boolean(false))
+    }
+
+    @Test func aDeviceThatGoesAwayDuringPairIsConnectionUnavailable() throws {
+        let stacks = try TwoStacks()
+        _ = try stacks.a.startAgent(accept: true)
+        let agentB = try stacks.b.startSilentAgent()
+        let path = try stacks.link()
+        let outcome = try stacks.a.callInBackground(path, HO.device, "Pair")
+        #expect(try agentB.readLine(timeout: 30)?.hasPrefix("REQUEST ") == true)
+        // Nobody answered on B; its daemon is killed: the device went away.
+        stacks.b.killHandoffd()
+        #expect(waitUntil(timeout: 30) { outcome.value != nil })
+        #expect(outcome.value == "org.example.UserActivity.Error.ConnectionUnavailable", "\(stacks.logs)")
+        #expect(try stacks.a.deviceProperties(path)["Paired"] == .boolean(false))
+    }
+
+    @Test func theObjectOfAnUnknownDeviceGoesWithItsLink() throws {
+        let stacks = try TwoStacks()
+        _ = try stacks.link()
+        let onB = stacks.b.devicePath(of: stacks.a)
+        #expect(try stacks.b.devicePaths() == [onB])
+        // A's key was neither paired nor added on B: its object goes when A does.
+        stacks.a.killHandoffd()
+        #expect(waitUntil(timeout: 30) { (try? stacks.b.devicePaths()) == [] }, "\(stacks.logs)")
     }
 
     @Test func aNewDeviceNameReachesThePairedDevice() throws {
@@ -182,5 +201,20 @@ struct PairingTests {
             let mode = try FileManager.default.attributesOfItem(atPath: directory + "/" + file)[.posixPermissions] as? Int
             #expect(mode == 0o600, "\(file)")
         }
+    }
+
+    @Test func aKeyLeftReadableByOthersIsMadePrivateAtStart() throws {
+        let stack = try HandoffStack("A")
+        try stack.set("Enabled", .boolean(true))
+        let directory = stack.session.stateHome + "/useractivity/handoff"
+        stack.killHandoffd()
+        chmod(directory, 0o755)
+        chmod(directory + "/key.pem", 0o644)
+        try stack.startHandoffd()
+        for (path, wanted) in [(directory, 0o700), (directory + "/key.pem", 0o600)] {
+            #expect((try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) == wanted, "\(path)")
+        }
+        #expect(stack.logEventually(contains: "key.pem was readable by others"), "\(stack.handoffLog)")
+        #expect(try stack.managerProperty("Enabled") == .boolean(true))
     }
 }

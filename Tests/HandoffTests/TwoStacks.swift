@@ -64,3 +64,16 @@ final class BackgroundCall: @unchecked Sendable {
         }.start()
     }
 }
+
+extension HandoffStack {
+    /// Calls handoffd from a connection of its own, on a thread of its own
+    /// (60 s limit), so the test can act while the call waits.
+    func callInBackground(_ path: String, _ interface: String, _ member: String, _ arguments: [TypedValue] = []) throws -> BackgroundCall {
+        let caller = try Connection.bus(address: bus.address)
+        return BackgroundCall {
+            defer { caller.close() }
+            _ = try caller.call(try Message.methodCall(destination: HO.busName, path: path, interface: interface, member: member, arguments: arguments),
+                                timeoutMilliseconds: 60_000)
+        }
+    }
+}

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import FuzzGenerators
 import ActivityStore
 import DBusKit
 import Foundation

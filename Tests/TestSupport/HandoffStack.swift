@@ -141,6 +141,8 @@ public final class HandoffStack: @unchecked Sendable {
     private var children: [ChildProcess] = []
 
     public let keepaliveSeconds: Int
+    /// Added to handoffd's environment at its next start.
+    public var extraEnvironment: [String: String] = [:]
     /// A private bus standing in for the system bus (with a fake logind), when asked for.
     public let systemBus: PrivateBus?
     private let placement: Placement?
@@ -183,7 +185,7 @@ public final class HandoffStack: @unchecked Sendable {
             "USERACTIVITY_HANDOFF_KEEPALIVE_SECONDS": "\(keepaliveSeconds)",
             "DBUS_SYSTEM_BUS_ADDRESS": placement?.systemBusAddress ?? systemBus?.address ?? "unix:path=/nonexistent/system_bus_socket",
             "XDG_SESSION_ID": "c1",
-        ])
+        ].merging(extraEnvironment) { $1 })
         let process = try placement?.launch(executable, arguments, environment)
             ?? ChildProcess(executable: executable, arguments: arguments, environment: environment, stdout: .capture, stderr: .capture)
         handoffd = process

@@ -14,10 +14,9 @@ import Glibc
 ///   the libdbus bridge makes it;
 /// - `glib-blocked`: the same source without recursion, which GLib blocks
 ///   while it dispatches (and wakes its own loop to block and unblock);
-/// - `pollsource`: the retired hand-written source (``RetiredPollSource``);
 /// - `empty`: the same write and read without a main loop (the shared cost).
 enum PollBench {
-    static let usage = "useractivity-bench --poll pollsource|glib|glib-blocked|empty COUNT"
+    static let usage = "useractivity-bench --poll glib|glib-blocked|empty COUNT"
 
     static func run(_ arguments: [String]) -> Int32 {
         guard arguments.count == 2, let count = Int(arguments[1]), count >= 0 else {
@@ -36,16 +35,6 @@ enum PollBench {
         var received = 0
 
         switch arguments[0] {
-        case "pollsource":
-            let readWatch = RetiredPollSource(fileDescriptor: reading, condition: G_IO_IN, loop: loop) { _ in
-                received += read(reading, &byte, 1)
-                return true
-            }
-            for _ in 0..<count {
-                _ = write(writing, &byte, 1)
-                loop.iterate(mayBlock: true)
-            }
-            readWatch.cancel()
         case "glib", "glib-blocked":
             let readWatch = loop.onFileDescriptor(reading, condition: G_IO_IN, nested: arguments[0] == "glib" ? .allowed : .blocked) { _ in
                 received += read(reading, &byte, 1)

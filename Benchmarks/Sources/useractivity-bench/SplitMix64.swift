@@ -1,1 +1,1 @@
-../../../Fuzz/Sources/FuzzGenerators/SplitMix64.swift
+../../../Tests/FuzzGenerators/SplitMix64.swift

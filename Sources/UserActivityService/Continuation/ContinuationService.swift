@@ -171,9 +171,19 @@ final class ContinuationService {
             let options = try ContinuationOptions.parse(optionEntries, method: "FetchForHandoff")
             // Answered now, or (NeedsSave) once the owner's SaveActivity
             // answered or timed out: then no handler frame is left to return
-            // to, so the same step runs from the completion.
-            let answer: () -> Void = { [unowned self] in
+            // to, so the same step runs from the completion. Data the owner
+            // failed to bring up to date do not leave the device: the other
+            // side would continue something older than what the person sees.
+            let answer: (NeedsSaveRequests.Outcome) -> Void = { [unowned self] outcome in
                 do {
+                    switch outcome {
+                    case .failed(let reason):
+                        throw UserActivityError(.continuationFailed, "the owner \(activity.appID) failed to save the activity: \(reason)")
+                    case .timedOut:
+                        throw UserActivityError(.remoteApplicationTimedOut,
+                                                "the owner \(activity.appID) did not save the activity within \(options.timeoutMilliseconds) ms")
+                    case .saved, .notAsked: break
+                    }
                     guard let origin = registry.activity(id) else {
                         throw UserActivityError.notFound("the activity ended while its owner was saving it")
                     }
@@ -186,7 +196,7 @@ final class ContinuationService {
             if needsSave.mustRefresh(activity) {
                 needsSave.refresh(id, timeoutMilliseconds: options.timeoutMilliseconds, completion: answer)
             } else {
-                answer()
+                answer(.notAsked)
             }
         }
     }
@@ -265,7 +275,7 @@ final class ContinuationService {
         pending[continuation.serial] = continuation
         if let originID, let origin = registry.activity(originID), needsSave.mustRefresh(origin) {
             continuation.stage = .refreshingOrigin
-            needsSave.refresh(originID, timeoutMilliseconds: options.timeoutMilliseconds) { [unowned self] in
+            needsSave.refresh(originID, timeoutMilliseconds: options.timeoutMilliseconds) { [unowned self] _ in
                 originRefreshed(continuation)
             }
             return

@@ -18,22 +18,37 @@ import UserActivityCore
 ///
 /// Without a registered handler the owner cannot be asked, and the data are
 /// read as they are (the spec's fine print).
+///
+/// Each waiter learns how the request ended (``Outcome``): saving and a
+/// local continuation read the data either way; a handoff to another device
+/// refuses to send data its owner failed to bring up to date.
 final class NeedsSaveRequests {
+    enum Outcome: Equatable {
+        /// Nobody to ask (no NeedsSave, no handler, the activity ended): the data as they are.
+        case notAsked
+        /// The owner's answer was applied.
+        case saved
+        /// The call failed or its answer could not be applied.
+        case failed(String)
+        /// The waiter's time limit passed first.
+        case timedOut
+    }
+
     /// The spec's time limit for SaveActivity when saving.
     static let savingTimeoutMilliseconds: UInt32 = 5000
 
     private final class Waiter {
-        let completion: () -> Void
+        let completion: (Outcome) -> Void
         var timer: ScheduledWork?
         var isDone = false
-        init(_ completion: @escaping () -> Void) { self.completion = completion }
+        init(_ completion: @escaping (Outcome) -> Void) { self.completion = completion }
 
-        func resolve() {
+        func resolve(_ outcome: Outcome) {
             guard !isDone else { return }
             isDone = true
             timer?.cancel()
             timer = nil
-            completion()
+            completion(outcome)
         }
     }
 
@@ -81,7 +96,7 @@ final class NeedsSaveRequests {
         // so a stream of calls cannot hold it back the way it holds back idle work.
         pendingStarts[id] = context.scheduler.after(milliseconds: 0) { [weak self] in
             self?.pendingStarts[id] = nil
-            self?.refresh(id, timeoutMilliseconds: Self.savingTimeoutMilliseconds) { [weak self] in
+            self?.refresh(id, timeoutMilliseconds: Self.savingTimeoutMilliseconds) { [weak self] _ in
                 self?.writeDeferredSave(id)
             }
         }
@@ -108,16 +123,16 @@ final class NeedsSaveRequests {
     /// Asks the owner of `activityID` for fresh data; `completion` runs once,
     /// when the answer was applied, the call failed, or the time limit passed
     /// (possibly at once, when there is nobody to ask).
-    func refresh(_ activityID: String, timeoutMilliseconds: UInt32, completion: @escaping () -> Void) {
+    func refresh(_ activityID: String, timeoutMilliseconds: UInt32, completion: @escaping (Outcome) -> Void) {
         guard let activity = context.registry.activity(activityID), mustRefresh(activity),
               let handler = context.continuationHandlers.handler(for: activity.appID) else {
-            completion()
+            completion(.notAsked)
             return
         }
         let waiter = Waiter(completion)
         waiter.timer = context.scheduler.after(milliseconds: timeoutMilliseconds) { [weak waiter] in
             waiter?.timer = nil
-            waiter?.resolve()
+            waiter?.resolve(.timedOut)
         }
         if inFlight[activityID] != nil {
             inFlight[activityID]!.append(waiter)
@@ -137,15 +152,17 @@ final class NeedsSaveRequests {
 
     private func answered(_ activityID: String, app: String, _ result: Result<Message, DBusFailure>) {
         let waiters = inFlight.removeValue(forKey: activityID) ?? []
+        let outcome: Outcome
         switch result {
         case .success(let reply):
-            apply(reply, to: activityID, app: app, someoneWaits: waiters.contains { !$0.isDone } || deferredSaves[activityID] != nil)
+            outcome = apply(reply, to: activityID, app: app, someoneWaits: waiters.contains { !$0.isDone } || deferredSaves[activityID] != nil)
         case .failure(let failure):
             context.log.warning("SaveActivity failed; the activity is read with its data as they are", metadata: [
                 "app": "\(app)", "activity": "\(activityID)", "error": "\(failure.name): \(failure.message)",
             ])
+            outcome = .failed("\(failure.name): \(failure.message)")
         }
-        for waiter in waiters { waiter.resolve() }
+        for waiter in waiters { waiter.resolve(outcome) }
     }
 
     /// Applies SaveActivity's answer with NeedsSave cleared.
@@ -154,8 +171,9 @@ final class NeedsSaveRequests {
     /// (they are not the owner's to change this way); any other problem with
     /// the answer leaves the data as they are but still clears NeedsSave: the
     /// owner was asked and answered.
-    private func apply(_ reply: Message, to activityID: String, app: String, someoneWaits: Bool) {
-        guard context.registry.activity(activityID) != nil else { return }
+    private func apply(_ reply: Message, to activityID: String, app: String, someoneWaits: Bool) -> Outcome {
+        guard context.registry.activity(activityID) != nil else { return .notAsked }
+        var outcome = Outcome.saved
         let registry = context.registry
         let cleared: (String, TypedValue) = ("needs-save", .boolean(false))
         var events: [RegistryEvent]
@@ -171,6 +189,7 @@ final class NeedsSaveRequests {
             context.log.warning("SaveActivity's answer was not applied; the data stay as they are", metadata: [
                 "app": "\(app)", "activity": "\(activityID)", "error": "\(error)",
             ])
+            outcome = .failed("its answer was not applied: \(error)")
             events = (try? registry.update(activityID, with: try ActivityPatch.parse([cleared], allowsAppIDClaim: false),
                                            now: context.scheduler.now)) ?? []
         }
@@ -184,5 +203,6 @@ final class NeedsSaveRequests {
             }
         }
         context.afterReply(Changes(events))
+        return outcome
     }
 }

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import FuzzGenerators
 import DBusKit
 import Foundation
 import GLibSupport
@@ -48,11 +49,12 @@ final class InProcessService: @unchecked Sendable {
         loop = MainLoop.withNewContext()
         var configuration = ServiceConfiguration(applicationDirectories: session.applicationDirectories, stateDirectory: stateDirectory)
         configuration.limits = limits
-        if let clock { configuration.clock = clock }
         configuration.procRoot = procRoot.path
         try writeIdentity(.host)
 
-        let context = StartContext(loop: loop, configuration: configuration, address: bus.address)
+        // A stepped wall clock goes through the one seam, a GLib scheduler reading it.
+        let context = StartContext(loop: loop, configuration: configuration, address: bus.address,
+                                   scheduler: clock.map { GLibScheduler(loop: loop, clock: $0) })
         let ready = self.ready, stopped = self.stopped
         let failure = ErrorBox()
         let worker = Thread {
@@ -62,7 +64,7 @@ final class InProcessService: @unchecked Sendable {
                 let connection = try Connection.bus(address: context.address)
                 try DBusMainLoopBridge.attach(connection, to: context.loop)
                 let made = try context.loop.withThreadDefault {
-                    try UserActivityService(bus: connection, loop: context.loop, configuration: context.configuration,
+                    try UserActivityService(bus: connection, loop: context.loop, scheduler: context.scheduler, configuration: context.configuration,
                                             log: Logger(label: "hardening-service"))
                 }
                 try context.loop.withThreadDefault { try made.export() }
@@ -135,6 +137,7 @@ private struct StartContext: @unchecked Sendable {
     let loop: MainLoop
     let configuration: ServiceConfiguration
     let address: String
+    let scheduler: (any Scheduler)?
 }
 
 private final class ErrorBox: @unchecked Sendable {

@@ -318,7 +318,7 @@ public enum ParserProperties {
 
     /// A properties argument: known keys with right and wrong types,
     /// unknown keys, duplicates, and user-info of any shape.
-    static func propertyEntries(_ input: inout FuzzInput, values: ValueGenerator) -> [(String, TypedValue)] {
+    public static func propertyEntries(_ input: inout FuzzInput, values: ValueGenerator) -> [(String, TypedValue)] {
         var entries: [(String, TypedValue)] = []
         for _ in 0..<input.int(0...6) {
             let key = input.chance(85) ? input.pick(ActivityField.knownKeys) : input.pick(["", "User-Info", "userinfo", "x", "title "])
@@ -335,7 +335,7 @@ public enum ParserProperties {
         return entries
     }
 
-    static func wellTyped(_ field: ActivityField, _ input: inout FuzzInput, values: ValueGenerator) -> TypedValue {
+    public static func wellTyped(_ field: ActivityField, _ input: inout FuzzInput, values: ValueGenerator) -> TypedValue {
         switch field {
         case .userInfo, .contentAttributes:
             let count = input.chance(3) ? input.int(200...2000) : input.int(0...6)

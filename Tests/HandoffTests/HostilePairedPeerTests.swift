@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: Apache-2.0
+import DBusKit
+import Foundation
+import HandoffCore
+import TestSupport
+import Testing
+import TypedValues
+
+/// A paired device turned hostile: it speaks the frame format with a paired
+/// device's own key (B's, taken after B's daemon stopped), sends the frames
+/// it is given (hex, one argument each, `-` for none) after the hellos, and
+/// answers the first fetch it receives with the frame of its last argument.
+/// Lines: `HELLO`, `FRAME <kind>` for each frame the daemon sends, `CLOSED`.
+let pairedPeerScript = #"""
+import socket, ssl, struct, sys
+port, cert, key, hello, sends, reply = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
+context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+context.check_hostname = False
+context.verify_mode = ssl.CERT_NONE
+context.minimum_version = ssl.TLSVersion.TLSv1_3
+context.load_cert_chain(cert, key)
+raw = socket.create_connection(("127.0.0.1", port), timeout=60)
+try:
+    tls = context.wrap_socket(raw)
+    def read_exact(n):
+        data = b""
+        while len(data) < n:
+            chunk = tls.recv(n - len(data))
+            if not chunk:
+                raise ConnectionResetError("eof")
+            data += chunk
+        return data
+    def read_frame():
+        length = struct.unpack(">I", read_exact(4))[0]
+        return read_exact(length)
+    read_frame()
+    print("HELLO", flush=True)
+    tls.sendall(bytes.fromhex(hello))
+    if sends != "-":
+        for part in sends.split(","):
+            tls.sendall(bytes.fromhex(part))
+    answered = False
+    while True:
+        kind = read_frame()[0]
+        print("FRAME %d" % kind, flush=True)
+        if kind == 5 and reply != "-" and not answered:
+            answered = True
+            tls.sendall(bytes.fromhex(reply))
+except (ConnectionResetError, ssl.SSLError, OSError):
+    pass
+print("CLOSED", flush=True)
+"""#
+
+@Suite("Handoff against a paired device turned hostile", .serialized)
+struct HostilePairedPeerTests {
+    static let apps: [(id: String, types: [String])] = [(UA.editor, [UA.editType])]
+
+    func hex(_ frame: Frame) -> String {
+        FrameCodec.encode(frame).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// A and B paired, then B's daemon stopped: its key is what the hostile peer presents to A.
+    func pairedThenTakeB() throws -> (TwoStacks, onA: String) {
+        let stacks = try TwoStacks(appsA: Self.apps, appsB: Self.apps)
+        let (onA, _) = try stacks.pair()
+        stacks.b.killHandoffd()
+        #expect(stacks.a.waitForDevice(onA, "Reachable", { $0 == .boolean(false) }), "\(stacks.logs)")
+        return (stacks, onA)
+    }
+
+    /// Runs the hostile peer against A until it ends or `until` says enough; its lines.
+    func runPeer(_ stacks: TwoStacks, sends: [Frame], reply: Frame? = nil, until: (String) -> Bool = { $0 == "CLOSED" }) throws -> [String] {
+        let root = stacks.b.session.root
+        let script = root + "/paired-peer.py"
+        try writeFileAtomically(script, contents: pairedPeerScript, mode: 0o755)
+        let state = stacks.b.session.stateHome + "/useractivity/handoff/"
+        let hello = Frame(.hello, ["name": .string("Stack B"), "version": .uint32(1), "port": .uint32(0)])
+        let process = try stacks.b.bus.spawn("/usr/bin/python3", [script, "\(stacks.a.port)", state + "certificate.pem", state + "key.pem", hex(hello),
+                                                                 sends.isEmpty ? "-" : sends.map(hex).joined(separator: ","), reply.map(hex) ?? "-"])
+        defer { process.terminate(grace: 0.5) }
+        var lines: [String] = []
+        while let line = try process.readLine(timeout: 30) {
+            lines.append(line)
+            if until(line) || line == "CLOSED" { break }
+        }
+        return lines
+    }
+
+    /// handoffd A is the same process as before and still answers on the bus.
+    func expectAStillServes(_ stacks: TwoStacks, _ pid: pid_t?, _ context: String) {
+        #expect(stacks.a.handoffd?.pid == pid && stacks.a.handoffd?.waitForExit(timeout: 0.1) == nil, "A exited after \(context)\n\(stacks.logs)")
+        #expect((try? stacks.a.call(HO.busName, HO.managerPath, "org.freedesktop.DBus.Peer", "Ping")) != nil, "A stopped answering after \(context)")
+    }
+
+    @Test func framesThatOnceAbortedTheDaemonDropOnlyTheLink() throws {
+        let (stacks, _) = try pairedThenTakeB()
+        let activity = try stacks.a.becomeCurrent(app: UA.editor, type: UA.editType, [("title", .string("Quarterly report"))])
+        let id = String(activity.split(separator: "/").last ?? "")
+        let pid = stacks.a.handoffd?.pid
+        // `continued` naming something that is no object path element, then a live activity never fetched.
+        for bad in ["1/../x", "1 2", id] {
+            let lines = try runPeer(stacks, sends: [Frame(.continued, ["id": .string(bad), "app-id": .string(UA.editor)])])
+            #expect(lines.last == "CLOSED", "\(lines)")
+            expectAStillServes(stacks, pid, "continued \(bad)")
+        }
+        #expect(stacks.a.logEventually(contains: "a continued frame for an activity it did not fetch"), "\(stacks.logs)")
+        // Timeouts that overflowed 32-bit arithmetic: the fetch is answered, capped.
+        for timeout: UInt32 in [4_294_967_295, 2_147_483_647] {
+            let lines = try runPeer(stacks, sends: [Frame(.fetch, ["request": .uint32(1), "id": .string(id), "timeout-ms": .uint32(timeout)])],
+                                    until: { $0 == "FRAME \(FrameKind.fetchReply.rawValue)" })
+            #expect(lines.contains("FRAME \(FrameKind.fetchReply.rawValue)"), "\(lines)\n\(stacks.logs)")
+            expectAStillServes(stacks, pid, "fetch with timeout-ms \(timeout)")
+        }
+    }
+
+    /// The person presses Continue on A for the hostile device's advert; it answers the fetch with `reply`.
+    func continueAgainst(reply: (UInt32) -> Frame) throws -> (outcome: String, stacks: TwoStacks) {
+        let (stacks, onA) = try pairedThenTakeB()
+        let advert = AdvertDecision.frame(for: LocalActivity(id: "7", activityType: UA.editType, appID: UA.editor, title: "Quarterly report",
+                                                             webpageURL: "", timestamp: 1, eligibleForHandoff: true))
+        let pid = stacks.a.handoffd?.pid
+        let answer = reply(1)
+        let peer = BackgroundCall { _ = try self.runPeer(stacks, sends: [advert], reply: answer) }
+        #expect(stacks.a.waitForDevice(onA, "CurrentActivity", { $0?.stringVariantEntries?.contains { $0.0 == "title" } == true }), "\(stacks.logs)")
+        let outcome = dbusErrorName {
+            _ = try stacks.a.call(HO.busName, onA, HO.device, "ContinueActivity", [.dictionary(keyType: "s", valueType: "v", [])], timeout: 60_000)
+        } ?? "ok"
+        expectAStillServes(stacks, pid, "the answer to a fetch")
+        _ = waitUntil(timeout: 30) { peer.value != nil }
+        return (outcome, stacks)
+    }
+
+    @Test func anErrorNameLibdbusWouldRefuseIsHandoffFailed() throws {
+        let (outcome, stacks) = try continueAgainst { request in
+            Frame(.error, ["request": .uint32(request), "name": .string("org.example.UserActivity.Error.not a name!"), "message": .string("x")])
+        }
+        #expect(outcome == UA.error("HandoffFailed"), "\(stacks.logs)")
+        #expect(stacks.a.logEventually(contains: "an error reply whose name is not an error name"), "\(stacks.logs)")
+    }
+
+    @Test func aFetchedActivityLibdbusWouldRefuseIsHandoffFailedAndDropsTheLink() throws {
+        for bad: TypedValue in [.objectPath("not a path"), .unixFD(0), .array(elementType: "s", [.uint32(1)])] {
+            let (outcome, stacks) = try continueAgainst { request in
+                Frame(.fetchReply, ["request": .uint32(request), "activity-type": .string(UA.editType), "properties": .dictionary(keyType: "s", valueType: "v", [
+                    .init(key: .string("title"), value: .variant(.string("Quarterly report"))),
+                    .init(key: .string("user-info"), value: .variant(.dictionary(keyType: "s", valueType: "v", [.init(key: .string("x"), value: .variant(bad))]))),
+                ])])
+            }
+            #expect(outcome == UA.error("HandoffFailed"), "\(bad)\n\(stacks.logs)")
+            #expect(stacks.a.logEventually(contains: "sent an activity with"), "\(stacks.logs)")
+        }
+    }
+
+    @Test func whatIsContinuedIsWhatWasShown() throws {
+        let (outcome, stacks) = try continueAgainst { request in
+            Frame(.fetchReply, ["request": .uint32(request), "activity-type": .string("org.example.UserActivity.open-document"),
+                                "properties": .dictionary(keyType: "s", valueType: "v", [
+                                    .init(key: .string("title"), value: .variant(.string("Quarterly report"))),
+                                    .init(key: .string("user-info"), value: .variant(.dictionary(keyType: "s", valueType: "v", [
+                                        .init(key: .string("uri"), value: .variant(.string("file:///etc/passwd"))),
+                                    ]))),
+                                ])])
+        }
+        #expect(outcome == UA.error("HandoffFailed"), "\(stacks.logs)")
+        #expect(stacks.a.logEventually(contains: "another activity than the one it advertised"), "\(stacks.logs)")
+    }
+
+    @Test func anAdvertFloodUpdatesOneNotificationAFewTimesASecond() throws {
+        let (stacks, onA) = try pairedThenTakeB()
+        let server = try stacks.a.spawnScript(notificationServerScript, "notifications.py", ["none"])
+        let adverts = (0..<200).map { index in
+            AdvertDecision.frame(for: LocalActivity(id: "\(index + 1)", activityType: UA.editType, appID: UA.editor, title: "t\(index)",
+                                                    webpageURL: "", timestamp: 1, eligibleForHandoff: true))
+        }
+        let peer = BackgroundCall { _ = try self.runPeer(stacks, sends: adverts) }
+        #expect(stacks.a.waitForDevice(onA, "CurrentActivity", { $0?.stringVariantEntries?.contains { $0.0 == "title" && $0.1 == .string("t199") } == true }),
+                "\(stacks.logs)")
+        var notifications: [String] = []
+        while let line = try server.readLine(timeout: 10) {
+            notifications.append(line)
+            if line.contains("“t199”") { break }
+        }
+        // The latest state is shown, in one notification updated in place, a few times a second at most.
+        #expect(notifications.last?.contains("“t199”") == true, "\(notifications)")
+        let ids = Set(notifications.compactMap { $0.split(separator: " ").dropFirst().first })
+        #expect(ids.count == 1, "\(notifications)")
+        #expect(notifications.count <= 40, "\(notifications.count) Notify calls for 200 adverts")
+        _ = peer
+    }
+}

@@ -1,1 +1,0 @@
-../../../Fuzz/Sources/FuzzGenerators/FuzzInput.swift

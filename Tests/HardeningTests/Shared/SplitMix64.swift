@@ -1,1 +1,0 @@
-../../../Fuzz/Sources/FuzzGenerators/SplitMix64.swift
