@@ -338,9 +338,11 @@ public final class UserActivityService {
             routes = activityRoutes
         } else if let object = extraObjects[path] {
             routes = object
-        } else if DesktopSearchInterfaces.perAppProviderApp(path: path) != nil,
+        } else if let app = DesktopSearchInterfaces.perAppProviderApp(path: path),
+                  ReverseDNSName.isValid(app) || catalog.app(app) != nil,
                   let object = extraObjects[DesktopSearchInterfaces.searchProviderPath] {
             // An app's own GNOME Shell provider: the shared object, narrowed by the path.
+            // A legacy desktop ID names a provider only while that app is installed.
             routes = object
         } else if path == Interfaces.managerPath + "/activity" {
             if interface == nil || interface == "org.freedesktop.DBus.Introspectable", member == "Introspect" {
