@@ -64,7 +64,7 @@ peers="$scratch/bench-peers"
 mkdir -p "$peers"
 cflags=(-Wall -Wextra -O2)
 # shellcheck disable=SC2046 # pkg-config output is meant to split into words
-cc "${cflags[@]}" -o "$peers/libdbus-peer" bench/peers/libdbus-peer.c $(pkg-config --cflags --libs dbus-1)
+cc "${cflags[@]}" -o "$peers/libdbus-peer" bench/peers/libdbus-peer.c $(pkg-config --cflags --libs dbus-1 glib-2.0)
 # shellcheck disable=SC2046
 cc "${cflags[@]}" -o "$peers/gdbus-peer" bench/peers/gdbus-peer.c $(pkg-config --cflags --libs gio-2.0)
 

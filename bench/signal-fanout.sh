@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # What unicast signals cost: CreateActivity (and its untimed Invalidate) with
-# 0, 1 and 3 unconfined subscribers that called the service once and follow
+# 0, 1 and 3 unconfined subscribers that called its Subscribe and follow
 # all its signals (useractivity-bench --subscribers N). Each subscriber gets a
 # unicast copy of InterfacesAdded and InterfacesRemoved per cycle.
 # SCENARIO=BecomeCurrent times that call instead (three PropertiesChanged

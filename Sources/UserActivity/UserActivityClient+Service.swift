@@ -116,9 +116,14 @@ extension UserActivityClient {
         try await managerProperty("Version").stringValue ?? ""
     }
 
+    /// A one-off read. The service takes a property read for a `GDBusProxy`
+    /// loading its properties and sends the manager's `PropertiesChanged`
+    /// from then on; this connection wants none (an activity's own
+    /// `Continued` reaches it anyway), so it unsubscribes again.
     private func managerProperty(_ name: String) async throws -> TypedValue {
         let reply = try await call(interface: "org.freedesktop.DBus.Properties", "Get",
                                    [.string(Self.managerInterface), .string(name)])
+        _ = try? await call("Unsubscribe", [])
         return reply.first?.unwrappedVariant ?? .string("")
     }
 }

@@ -16,6 +16,8 @@ public struct LiveActivity: Sendable {
     public internal(set) var confinedApp: String? = nil
     /// ``ActivityProperties/heldBytes``, counted against the memory shares.
     public internal(set) var dataBytes = 0
+    /// When it last became (or was made again) the current activity, Unix µs; 0: never.
+    public internal(set) var becameCurrentAt: Int64 = 0
 
     public func value(of field: ActivityField, isCurrent: Bool) -> TypedValue {
         switch field {
@@ -172,6 +174,7 @@ public final class ActivityRegistry {
         }
         // Declarations can be withdrawn (the desktop entry changed) after it was created.
         try requireDeclared(app: activity.appID, type: activity.activityType)
+        activities[id]?.becameCurrentAt = now
         var events: [RegistryEvent] = []
         if currentID != id {
             let previous = currentID

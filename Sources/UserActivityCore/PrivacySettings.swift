@@ -13,6 +13,7 @@ import TypedValues
 /// RetentionDays=90
 /// MaxSavedPerApplication=1000
 /// Bridges=recent-files;
+/// RecentDocumentsBecomeCurrent=true
 /// ```
 public struct PrivacySettings: Sendable, Equatable {
     public var paused = false
@@ -25,6 +26,10 @@ public struct PrivacySettings: Sendable, Equatable {
     /// The bridges that import other desktop histories into saved activities
     /// (``knownBridges``); all on by default, an empty list turns them off.
     public var bridges: [String] = PrivacySettings.knownBridges
+    /// Whether a document an app has just recorded in the recent-files list
+    /// becomes the session's current activity (eligible for handoff) on that
+    /// app's behalf; the recent-files bridge must be on too.
+    public var recentDocumentsBecomeCurrent = true
 
     /// Every bridge this version has: `recent-files` (``RecentFiles``).
     public static let knownBridges = [RecentFiles.source]
@@ -37,11 +42,12 @@ public struct PrivacySettings: Sendable, Equatable {
     public static let group = "Privacy"
 
     /// The property names, in the order they are documented.
-    public static let propertyNames = ["Paused", "BlockedApplications", "BlockedActivityTypes", "RetentionDays", "MaxSavedPerApplication", "Bridges"]
+    public static let propertyNames = ["Paused", "BlockedApplications", "BlockedActivityTypes", "RetentionDays", "MaxSavedPerApplication", "Bridges",
+                                       "RecentDocumentsBecomeCurrent"]
 
     public static func signature(of property: String) -> String? {
         switch property {
-        case "Paused": return "b"
+        case "Paused", "RecentDocumentsBecomeCurrent": return "b"
         case "BlockedApplications", "BlockedActivityTypes", "Bridges": return "as"
         case "RetentionDays", "MaxSavedPerApplication": return "u"
         default: return nil
@@ -61,6 +67,7 @@ public struct PrivacySettings: Sendable, Equatable {
         case "RetentionDays": return .uint32(retentionDays)
         case "MaxSavedPerApplication": return .uint32(maxSavedPerApplication)
         case "Bridges": return .stringArray(bridges)
+        case "RecentDocumentsBecomeCurrent": return .boolean(recentDocumentsBecomeCurrent)
         default: return nil
         }
     }
@@ -79,6 +86,7 @@ public struct PrivacySettings: Sendable, Equatable {
         case "BlockedActivityTypes": blockedActivityTypes = try Self.names(value.stringArrayValue ?? [], what: "activity type")
         case "RetentionDays": retentionDays = value.uint32Value ?? 0
         case "Bridges": bridges = try Self.bridgeNames(value.stringArrayValue ?? [])
+        case "RecentDocumentsBecomeCurrent": recentDocumentsBecomeCurrent = value.boolValue ?? true
         default: maxSavedPerApplication = value.uint32Value ?? 0
         }
     }
@@ -110,6 +118,11 @@ public struct PrivacySettings: Sendable, Equatable {
         if let paused = file.string(group: group, key: "Paused") {
             if let value = file.boolean(group: group, key: "Paused") { settings.paused = value } else {
                 warnings.append("Paused=\(paused) is not true or false; using false")
+            }
+        }
+        if let text = file.string(group: group, key: "RecentDocumentsBecomeCurrent") {
+            if let value = file.boolean(group: group, key: "RecentDocumentsBecomeCurrent") { settings.recentDocumentsBecomeCurrent = value } else {
+                warnings.append("RecentDocumentsBecomeCurrent=\(text) is not true or false; using true")
             }
         }
         for (key, assign) in [("BlockedApplications", { (s: inout PrivacySettings, v: [String]) in s.blockedApplications = v }),
@@ -161,6 +174,9 @@ public struct PrivacySettings: Sendable, Equatable {
         # Other desktop histories imported as saved activities; empty turns them off.
         # recent-files: the documents GTK and KDE apps record in recently-used.xbel.
         Bridges=\(list(bridges))
+        # A document an app has just recorded in the recent-files list becomes the current
+        # activity (offered to your other desktops); needs recent-files in Bridges.
+        RecentDocumentsBecomeCurrent=\(recentDocumentsBecomeCurrent)
 
         """
     }

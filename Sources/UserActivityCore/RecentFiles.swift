@@ -55,6 +55,9 @@ public struct RecentDocument: Sendable, Equatable {
     public var lastUsed: Int64
     /// The recording application's `count`.
     public var useCount: UInt32
+    /// When the recording application last recorded a use (its `modified`,
+    /// Unix µs; 0 when absent): how recent the use is that made it current.
+    public var recordedAt: Int64 = 0
 }
 
 /// The recent-files bridge's rules, as pure functions: which entries become
@@ -115,7 +118,8 @@ public enum RecentFiles {
             if let cutoff, lastUsed < cutoff { continue }
             let app = recorder.flatMap { matcher.match(name: $0.name, exec: $0.exec) } ?? unmatchedAppID
             result.append(RecentDocument(uri: entry.uri, appID: app, title: title(of: entry), folder: folder(of: entry.uri, home: home),
-                                         mimeType: entry.mimeType, lastUsed: lastUsed, useCount: max(recorder?.count ?? 1, 1)))
+                                         mimeType: entry.mimeType, lastUsed: lastUsed, useCount: max(recorder?.count ?? 1, 1),
+                                         recordedAt: recorder?.stamp ?? 0))
         }
         return result
     }

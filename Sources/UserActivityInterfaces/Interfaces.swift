@@ -29,10 +29,14 @@ public enum Interfaces {
         RegisterApplication. A confined caller acts, reads and searches only for its own app.
         Signals are not broadcast: each signal about an activity (InterfacesAdded, InterfacesRemoved, its
         PropertiesChanged, Continued, and this object's CurrentActivity change) is sent as unicast copies
-        (destination set) to the connections allowed to read it, among those that have called the service:
-        the owning app's connections and every unconfined one. The privacy properties' PropertiesChanged goes
-        to unconfined connections only. To receive signals, call the service first (GetManagedObjects, as
-        GDBusObjectManagerClient does, or Properties.Get); a restarted service knows nobody until called again.
+        (destination set) to the connections that asked for it and may read it (the owning app's connections
+        and every unconfined one; the privacy properties' PropertiesChanged to unconfined connections only).
+        Asking: GetManagedObjects (as GDBusObjectManagerClient does) or Subscribe: every signal the caller may
+        read; Properties.Get/GetAll on this object (as GDBusProxy does): its PropertiesChanged; Properties.Get/GetAll
+        on an activity: that activity's PropertiesChanged, Continued and InterfacesRemoved. Calls that only act
+        (CreateActivity, Update, BecomeCurrent, Donate, Search…) ask for nothing; an activity's own connection
+        is sent its Continued all the same. Unsubscribe or closing the connection ends every subscription; a
+        restarted service knows nobody until asked again. Match rules do not choose unicast signals.
         Signals a call causes (InterfacesAdded, PropertiesChanged, Continued…) follow its reply within about
         a millisecond, and always come before anything the service sends or answers after them. One
         connection's calls are answered in the order sent (Peer.Ping, answered by libdbus, excepted).
@@ -74,6 +78,8 @@ public enum Interfaces {
               doc: "Privacy control: at most this many saved entries per app, the least recently used go first; default 1000, 0 = no limit. Unconfined callers only."),
             P(name: "Bridges", signature: "as", isWritable: true,
               doc: "Privacy control: the bridges that import other desktop histories as saved activities; default [recent-files], empty turns them off (unknown names: InvalidArgument). recent-files: the documents GTK and KDE apps record in $XDG_DATA_HOME/recently-used.xbel become saved org.example.UserActivity.open-document activities of the app that recorded them (org.example.UserActivity.RecentFiles when no installed app matches), eligible for search and prediction, persistent-identifier the URI; private, hidden and /tmp entries are skipped; GSettings org.gnome.desktop.privacy remember-recent-files=false also turns it off and recent-files-max-age caps it, where that schema is installed. Paused, blocks, retention and Forget apply to them; a forgotten entry comes back only when the file records a new use of it. Kept in useractivity.conf as Bridges=. Unconfined callers only."),
+            P(name: "RecentDocumentsBecomeCurrent", signature: "b", isWritable: true,
+              doc: "Privacy control: while true (the default) and the recent-files bridge is on, a use an app has just recorded in recently-used.xbel (its application's modified within the last 2 minutes when the file is read) makes that document the session's current activity on the app's behalf: type org.example.UserActivity.open-document, user-info uri and mime-type, the title, eligible for handoff only (nothing more is saved than the bridge already saves). The next BecomeCurrent replaces it; it ends 30 minutes after the use unless a newer use comes; a document the app itself made current within a minute of the use is left to the app. Never while Paused, for a blocked app or type, with the bridge off or GNOME's remember-recent-files=false. Kept in useractivity.conf as RecentDocumentsBecomeCurrent=. Unconfined callers only."),
         ])
 
     /// Documentation of each activity property.
@@ -109,7 +115,7 @@ public enum Interfaces {
         org.example.UserActivity.Activity: one live activity at /org/example/UserActivity/activity/<id>.
         Only the owning app may change, make current, resign or invalidate it (AccessDenied otherwise).
         Writable properties can also be set with org.freedesktop.DBus.Properties.Set; every change emits one PropertiesChanged.
-        Its signals go only to the owning app's connections and to unconfined ones that have called the service (see the manager).
+        Its signals go only to connections that asked for them (GetManagedObjects, Subscribe, or a property read of this object) and may read them: the owning app's and unconfined ones (see the manager).
         """,
         methods: Activity.allCases.map(\.method),
         signals: [
@@ -159,7 +165,7 @@ public enum Interfaces {
 extension Interfaces {
     /// The manager's methods, in the documented order; `Interfaces.manager` lists them.
     public enum Manager: InterfaceMember {
-        case createActivity, becomeCurrent, donate, search, getSuggestions, continueActivity, fetchForHandoff, markContinued, continueSavedActivity, registerApplication, registerHandler, openContinuationStream, openHandoffStream, deleteSavedActivities, deleteAllSavedActivities, forgetApplication, forgetRange, forgetAll
+        case createActivity, becomeCurrent, donate, search, getSuggestions, continueActivity, fetchForHandoff, markContinued, continueSavedActivity, registerApplication, registerHandler, openContinuationStream, openHandoffStream, deleteSavedActivities, deleteAllSavedActivities, forgetApplication, forgetRange, forgetAll, subscribe, unsubscribe
 
         public static var interface: InterfaceDescription { manager }
 
@@ -241,6 +247,12 @@ extension Interfaces {
             case .forgetAll:
                 M(name: "ForgetAll", inputs: [], outputs: [A("deleted", "u", "number of saved activities deleted")],
                   doc: "Privacy control: deletes every saved activity. Unconfined callers only.")
+            case .subscribe:
+                M(name: "Subscribe", inputs: [], outputs: [],
+                  doc: "Addition: sends this connection every activity signal it may read (InterfacesAdded, InterfacesRemoved, PropertiesChanged, Continued; a confined caller only its own app's) until Unsubscribe or the connection closes, as GetManagedObjects does. Calling it again changes nothing.")
+            case .unsubscribe:
+                M(name: "Unsubscribe", inputs: [], outputs: [],
+                  doc: "Addition: ends every subscription of this connection, also those GetManagedObjects and property reads made; no activity signal is sent to it afterwards (those of a call it made before are already sent). A no-op when not subscribed.")
             }
         }
     }

@@ -101,6 +101,7 @@ extension UserActivityService {
                 throw UserActivityError(.unknownProperty, "no property '\(name.prefix(200))' on \(Interfaces.activityName)")
             }
             invocation.reply([.variant(activity.value(of: field, isCurrent: registry.currentID == activity.id))])
+            callers.subscriptions.subscribe(invocation.sender, toActivity: activity.id)
         }
     }
 
@@ -112,6 +113,7 @@ extension UserActivityService {
                 return
             }
             invocation.reply([allProperties(of: activity)])
+            callers.subscriptions.subscribe(invocation.sender, toActivity: activity.id)
         }
     }
 

@@ -171,6 +171,7 @@ final class CallerTracker {
         if name.hasPrefix(":") {
             if newOwner.isEmpty {
                 identities[name] = nil
+                subscriptions.unsubscribe(name)
                 connectedAt[name] = nil
                 if waiting[name] != nil { departedWhileResolving.insert(name) }
             } else if oldOwner.isEmpty {
@@ -225,23 +226,31 @@ final class CallerTracker {
         }
     }
 
-    /// Who may receive a signal about `app`'s activities: among the
-    /// connections that have called the service (only they are known), the
-    /// app's own and every unconfined one; with `app` nil, unconfined ones only.
+    /// Who asked for which signals; a connection leaves it with its unique name.
+    var subscriptions = SignalSubscriptions()
+
+    /// Who receives a signal about `topic` concerning `app`'s activities:
+    /// among the connections that asked for it (``subscriptions``), those
+    /// allowed to read it, the app's own and every unconfined one; with `app`
+    /// nil, unconfined ones only.
     ///
     /// A connection still being identified is not among them: the reply it
     /// waits for is computed afterwards, from the state the signal reported.
-    func readers(of app: String?) -> [String] {
+    func readers(of app: String?, _ topic: SignalSubscriptions.Topic) -> [String] {
         var names: [String] = []
-        for (name, identity) in identities where !identity.isConfined || (app != nil && identity.process.appID == app) {
-            names.append(name)
+        for name in subscriptions.listeners(of: topic) {
+            guard let identity = identities[name] else { continue }
+            if !identity.isConfined || (app != nil && identity.process.appID == app) { names.append(name) }
         }
         return names
     }
 
-    /// The confined connections known to act for `app`.
-    func confinedConnections(of app: String) -> [String] {
-        identities.compactMap { $0.value.isConfined && $0.value.process.appID == app ? $0.key : nil }
+    /// The confined connections known to act for `app` that asked for the manager's properties.
+    func confinedListeners(of app: String) -> [String] {
+        subscriptions.listeners(of: .managerProperties).filter { name in
+            guard let identity = identities[name] else { return false }
+            return identity.isConfined && identity.process.appID == app
+        }
     }
 
     private func learnedNameOwners() {

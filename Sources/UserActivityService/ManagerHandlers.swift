@@ -155,8 +155,9 @@ extension UserActivityService {
     }
 
     /// Every read goes through the caller's identity: `CurrentActivity`
-    /// depends on it, and a connection that reads a property is one that
-    /// wants the signals (``CallerTracker/readers(of:)`` knows it from then on).
+    /// depends on it. A connection that reads the manager's properties (as a
+    /// `GDBusProxy` does when it loads them) is sent their `PropertiesChanged`
+    /// from then on.
     func managerPropertyGet(_ invocation: Invocation) {
         let interface = invocation.string(0)
         let name = invocation.string(1)
@@ -166,6 +167,7 @@ extension UserActivityService {
             }
             try requireManagerInterface(interface)
             invocation.reply([.variant(try managerProperty(name, for: identity))])
+            callers.subscriptions.subscribeToManagerProperties(invocation.sender)
         }
     }
 
@@ -180,6 +182,7 @@ extension UserActivityService {
             let names = Interfaces.manager.properties.map(\.name)
                 .filter { !identity.isConfined || PrivacySettings.signature(of: $0) == nil }
             invocation.reply([.stringVariantDictionary(try names.map { ($0, try managerProperty($0, for: identity)) })])
+            callers.subscriptions.subscribeToManagerProperties(invocation.sender)
         }
     }
 
@@ -252,7 +255,27 @@ extension UserActivityService {
                         ]))
                 }
             invocation.reply([.dictionary(keyType: "o", valueType: "a{sa{sv}}", objects)])
+            // What GDBusObjectManagerClient calls first: from now on it follows every change it may see.
+            callers.subscriptions.subscribeToEverything(invocation.sender)
         }
+    }
+
+    /// `Subscribe`: every activity signal the caller may read, until
+    /// `Unsubscribe` or its connection closes. The identity is resolved
+    /// first, since only an identified connection can be sent anything.
+    func subscribe(_ invocation: Invocation) {
+        withCaller(invocation) { [unowned self] _ in
+            callers.subscriptions.subscribeToEverything(invocation.sender)
+            invocation.reply()
+        }
+    }
+
+    /// `Unsubscribe`: no more activity signals, whatever subscribed the
+    /// caller (also `GetManagedObjects` and property reads); a no-op for a
+    /// connection that was not subscribed.
+    func unsubscribe(_ invocation: Invocation) {
+        callers.subscriptions.unsubscribe(invocation.sender)
+        invocation.reply()
     }
 
     func introspectManager(_ invocation: Invocation) {

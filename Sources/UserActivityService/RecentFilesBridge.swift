@@ -56,10 +56,15 @@ final class RecentFilesBridge {
     private var droppedDuringRead: [(RecentDocument) -> Bool] = []
     /// Called (tests, logs) when the queue has been written.
     var onIdle: (() -> Void)?
+    /// The document just opened, made current.
+    let current: RecentDocumentPublisher
+    /// Reads of the file finished and compared (tests wait on it).
+    private(set) var completedReads = 0
 
     init(context: ServiceContext, path: String) {
         self.context = context
         self.path = path
+        current = RecentDocumentPublisher(context: context)
         let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
         monitor = DirectoryMonitor(directories: [directory.isEmpty ? "/" : directory], recursive: false) { [unowned self] in
             fileMayHaveChanged()
@@ -87,6 +92,7 @@ final class RecentFilesBridge {
     /// The privacy settings changed: a bridge turned off drops its queue; one
     /// turned on reads the file again.
     func settingsChanged() {
+        current.settingsChanged(bridgeIsOn: isOn)
         if isOn {
             if lastRead == nil { fileMayHaveChanged() }
         } else {
@@ -96,6 +102,7 @@ final class RecentFilesBridge {
 
     /// ForgetAll: nothing recorded up to `watermark` is imported again.
     func forgotten(watermark: Int64) {
+        current.withdraw()
         stop()
         seen = [:]
         self.watermark = watermark
@@ -106,6 +113,7 @@ final class RecentFilesBridge {
     /// their batch are not saved. They stay stamped as seen, exactly as if
     /// they had been saved and then deleted, so only a new use brings them back.
     func dropQueued(where covered: @escaping (RecentDocument) -> Bool) {
+        current.forgotten(where: covered)
         if isReading { droppedDuringRead.append(covered) }
         for index in queueStart..<queue.count {
             if let document = queue[index].document, covered(document) { queue[index].document = nil }
@@ -180,6 +188,7 @@ final class RecentFilesBridge {
                 if isOn { fileMayHaveChanged() }
                 return
             }
+            completedReads += 1
             switch result {
             case .success(let entries, let documents):
                 queue(documents, now: now)
@@ -220,13 +229,16 @@ final class RecentFilesBridge {
         let settings = context.saved.privacy.settings
         var present = Set<Int64>()
         present.reserveCapacity(documents.count)
+        var newUses: [RecentDocument] = []
         for document in documents {
             let key = ActivityStore.bridgedKey(document.uri)
             present.insert(key)
             guard seen?[key] != document.lastUsed, document.lastUsed > watermark else { continue }
             seen?[key] = document.lastUsed
+            newUses.append(document)
             queue.append((key, document.lastUsed, Self.allowsSaving(document, settings: settings, now: now) ? document : nil))
         }
+        current.offer(newUses, now: context.scheduler.now, bridgeIsOn: isOn)
         // Entries gone from the file: their stamps are no longer needed.
         for key in Array(seen?.keys ?? [:].keys) where !present.contains(key) {
             removals.append(key)

@@ -120,8 +120,15 @@ final class ServiceContext {
     func afterReply(_ changes: Changes) {
         sendSignals(for: changes.events)
         for continued in changes.continued {
+            // The owner's connection hears that its own activity was continued
+            // (userActivityWasContinued) without asking; listeners as for any activity signal.
+            var recipients = callers.readers(of: continued.ownerApp, .activity(continued.activityID))
+            // (The recent-files bridge's activities are held by the service's own connection.)
+            if let owner = registry.activity(continued.activityID)?.connection, owner != bus.uniqueName, !recipients.contains(owner) {
+                recipients.append(owner)
+            }
             signal(UserActivityService.path(of: continued.activityID), Interfaces.activityName, "Continued",
-                   to: callers.readers(of: continued.ownerApp), [.string(continued.byApp)])
+                   to: recipients, [.string(continued.byApp)])
         }
         if !changes.events.isEmpty || changes.savedActivitiesChanged { rearmExpiryTimer() }
     }
@@ -143,8 +150,8 @@ final class ServiceContext {
     ///
     /// Every signal about an activity carries its app's data (or, for the
     /// manager's `CurrentActivity`, names its object), so none is broadcast:
-    /// each goes as unicast copies to the connections allowed to read it
-    /// (``CallerTracker/readers(of:)``), chosen now.
+    /// each goes as unicast copies to the connections that asked for it and
+    /// may read it (``CallerTracker/readers(of:_:)``), chosen now.
     private func sendSignals(for events: [RegistryEvent]) {
         // An activity removed in this batch is no longer in the registry.
         var removedApps: [String: String] = [:]
@@ -156,7 +163,7 @@ final class ServiceContext {
                 guard let activity = registry.activity(id) else { continue }
                 let isCurrent = registry.currentID == id
                 signal(Interfaces.managerPath, "org.freedesktop.DBus.ObjectManager", "InterfacesAdded",
-                       to: callers.readers(of: activity.appID)) { [
+                       to: callers.readers(of: activity.appID, .activity(id))) { [
                     .objectPath(UserActivityService.path(of: id)),
                     .dictionary(keyType: "s", valueType: "a{sv}", [
                         .init(key: .string(Interfaces.activityName), value: UserActivityService.allProperties(of: activity, isCurrent: isCurrent)),
@@ -164,21 +171,22 @@ final class ServiceContext {
                 ] }
             case .removed(let id, let app):
                 signal(Interfaces.managerPath, "org.freedesktop.DBus.ObjectManager", "InterfacesRemoved",
-                       to: callers.readers(of: app), [.objectPath(UserActivityService.path(of: id)), .stringArray([Interfaces.activityName])])
+                       to: callers.readers(of: app, .activity(id)), [.objectPath(UserActivityService.path(of: id)), .stringArray([Interfaces.activityName])])
+                callers.subscriptions.activityRemoved(id)
             case .propertiesChanged(let id, let fields):
                 guard let activity = registry.activity(id) else { continue }
                 let isCurrent = registry.currentID == id
                 propertiesChanged(UserActivityService.path(of: id), Interfaces.activityName,
                                   fields.map { ($0.propertyName, activity.value(of: $0, isCurrent: isCurrent)) },
-                                  to: callers.readers(of: activity.appID))
+                                  to: callers.readers(of: activity.appID, .activity(id)))
             case .currentChanged(let from, let to):
                 if let from, let activity = registry.activity(from) {
                     propertiesChanged(UserActivityService.path(of: from), Interfaces.activityName, [("Current", .boolean(false))],
-                                      to: callers.readers(of: activity.appID))
+                                      to: callers.readers(of: activity.appID, .activity(from)))
                 }
                 if let to, let activity = registry.activity(to) {
                     propertiesChanged(UserActivityService.path(of: to), Interfaces.activityName, [("Current", .boolean(true))],
-                                      to: callers.readers(of: activity.appID))
+                                      to: callers.readers(of: activity.appID, .activity(to)))
                 }
                 currentActivityChanged(fromApp: from.flatMap(app(of:)), toApp: to.flatMap(app(of:)), to: to)
             case .saveRequested:
@@ -188,15 +196,15 @@ final class ServiceContext {
     }
 
     /// `CurrentActivity` changed from an activity of `fromApp` to `to` (of
-    /// `toApp`): unconfined connections and `toApp`'s learn the new path;
-    /// `fromApp`'s confined connections, for which it is now `/`, learn that.
+    /// `toApp`): unconfined listeners and `toApp`'s learn the new path;
+    /// `fromApp`'s confined listeners, for which it is now `/`, learn that.
     private func currentActivityChanged(fromApp: String?, toApp: String?, to: String?) {
         let path: TypedValue = .objectPath(to.map(UserActivityService.path(of:)) ?? "/")
         propertiesChanged(Interfaces.managerPath, Interfaces.managerName, [("CurrentActivity", path)],
-                          to: callers.readers(of: toApp))
+                          to: callers.readers(of: toApp, .managerProperties))
         if let fromApp, fromApp != toApp {
             propertiesChanged(Interfaces.managerPath, Interfaces.managerName, [("CurrentActivity", .objectPath("/"))],
-                              to: callers.confinedConnections(of: fromApp))
+                              to: callers.confinedListeners(of: fromApp))
         }
     }
 

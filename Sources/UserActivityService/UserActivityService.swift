@@ -193,7 +193,7 @@ public final class UserActivityService {
             recentFiles?.settingsChanged()
             propertiesChanged(Interfaces.managerPath, Interfaces.managerName,
                               names.compactMap { name in saved.privacy.settings.value(of: name).map { (name, $0) } },
-                              to: callers.readers(of: nil))
+                              to: callers.readers(of: nil, .managerProperties))
         }
         loop.withThreadDefault { saved.privacy.start(scheduler: scheduler) }
         saved.purgeExpired(now: scheduler.now)
@@ -294,6 +294,8 @@ public final class UserActivityService {
         case .forgetApplication: { $0.forgetApplication($1) }
         case .forgetRange: { $0.forgetRange($1) }
         case .forgetAll: { $0.forgetAll($1) }
+        case .subscribe: { $0.subscribe($1) }
+        case .unsubscribe: { $0.unsubscribe($1) }
         }
     }
 

@@ -197,9 +197,9 @@ final class ActivitySource {
         refresh()
     }
 
-    /// Calls GetManagedObjects once per service instance: the service sends
-    /// the signals of activities to unconfined connections that have called
-    /// it. The reply gives the activities that already exist.
+    /// Calls GetManagedObjects once per service instance: that subscribes
+    /// this connection to the service's activity signals (it sends them only
+    /// to connections that asked). The reply gives the activities that already exist.
     private func introduce() {
         let call = Message.methodCall(destination: Interfaces.busName, path: Interfaces.managerPath,
                                       interface: "org.freedesktop.DBus.ObjectManager", member: "GetManagedObjects")

@@ -30,13 +30,15 @@ struct BecomeCurrent: ParsableCommand {
         try client.addMatch("type='signal',sender='\(Interfaces.busName)',path='\(Interfaces.managerPath)',interface='org.freedesktop.DBus.ObjectManager',member='InterfacesRemoved'")
         try client.addMatch("type='signal',sender='\(Interfaces.busName)',path='\(path)',interface='\("org.freedesktop.DBus.Properties")',member='PropertiesChanged'")
         try client.addMatch("type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(Interfaces.busName)'")
+        // Reading the activity's property asks the daemon for this activity's
+        // signals (and no other's); it also says whether it is still current.
+        var isCurrent = (try? client.call(path: path, interface: "org.freedesktop.DBus.Properties", "Get", [.string(Interfaces.activityName), .string("Current")]))?
+            .first?.unwrappedVariant.boolValue ?? true
 
         if output.json { try Output.json(["activity": path]) } else { Output.line(path) }
         Output.error("\(activity.activityType) is current at \(path); it lasts while this command runs. Press Ctrl-C to end it.")
 
-        // The signal of its becoming current may arrive after the match is added:
-        // only changes from what is already known are news.
-        var isCurrent = true
+        // A change before the read above may still arrive: only changes from what is known are news.
         while !Interrupts.stopRequested {
             guard client.connection.readWriteDispatch(timeoutMilliseconds: 200) else {
                 throw CLIError("the session bus closed; the activity is gone", exitCode: CLIError.unavailable)
@@ -49,8 +51,6 @@ struct BecomeCurrent: ParsableCommand {
                 case "NameOwnerChanged" where signal.arguments.count == 3 && signal.arguments[2].stringValue == "":
                     throw CLIError("useractivityd stopped; the activity is gone", exitCode: CLIError.unavailable)
                 case "PropertiesChanged" where signal.path == path:
-                    // The service sends its signals to this connection whatever its match rules
-                    // (they are unicast): the other activities' changes come here too.
                     if let changed = signal.arguments.dropFirst().first?.stringVariantEntries,
                        let current = changed.first(where: { $0.0 == "Current" })?.1.boolValue, current != isCurrent {
                         isCurrent = current
@@ -85,10 +85,10 @@ struct Monitor: ParsableCommand {
         let client = try ServiceClient()
         Interrupts.install()
         // Start the daemon (D-Bus activation) so that there is something to
-        // follow; before subscribing, so that its own start is not an event.
-        // The call also introduces this connection: the daemon sends its
-        // signals only to connections that have called it.
-        _ = try client.managerProperty("Version")
+        // follow; before the match rules, so that its own start is not an
+        // event. The daemon sends its activity signals only to connections
+        // that subscribed.
+        _ = try client.call("Subscribe")
         let events = SignalQueue()
         try events.attach(to: client.connection)
         try client.addMatch("type='signal',sender='\(Interfaces.busName)',path='\(Interfaces.managerPath)',interface='\("org.freedesktop.DBus.Properties")',member='PropertiesChanged'")
@@ -135,8 +135,8 @@ struct Monitor: ParsableCommand {
         case "NameOwnerChanged":
             guard signal.arguments.count == 3 else { return }
             let state = signal.arguments[2].stringValue?.isEmpty == false ? "started" : "stopped"
-            // A new daemon knows nobody yet: introduce this connection again.
-            if state == "started" { _ = try? client.managerProperty("Version") }
+            // A new daemon knows no subscriber yet: subscribe again.
+            if state == "started" { _ = try? client.call("Subscribe") }
             fields = ["event": "daemon", "state": state]
             words = ["daemon", state]
         default:

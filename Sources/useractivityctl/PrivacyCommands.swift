@@ -5,7 +5,8 @@ import TypedValues
 
 /// The privacy controls' manager properties, in display order.
 enum PrivacyProperty {
-    static let all = ["Paused", "BlockedApplications", "BlockedActivityTypes", "RetentionDays", "MaxSavedPerApplication", "Bridges"]
+    static let all = ["Paused", "BlockedApplications", "BlockedActivityTypes", "RetentionDays", "MaxSavedPerApplication", "Bridges",
+                      "RecentDocumentsBecomeCurrent"]
 }
 
 struct Privacy: ParsableCommand {
@@ -39,6 +40,7 @@ struct Privacy: ParsableCommand {
             ("Retention", retention == 0 ? "keep forever" : "\(retention) days since last use"),
             ("Max saved per app", maximum == 0 ? "no limit" : "\(maximum)"),
             ("Bridges", list(byName["Bridges"] ?? .stringArray([]))),
+            ("Documents just opened", byName["RecentDocumentsBecomeCurrent"]?.boolValue == false ? "not current" : "become current"),
         ])
     }
 }
@@ -123,6 +125,23 @@ struct MaxSaved: ParsableCommand {
     var count: UInt32
 
     func run() throws { try ServiceClient().setManagerProperty("MaxSavedPerApplication", .uint32(count)) }
+}
+
+struct RecentDocumentsCurrent: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "recent-documents-current",
+        abstract: "Whether a document an app has just opened becomes the current activity (on or off; default on).",
+        discussion: "The document is taken from the recent-files list (recently-used.xbel) and offered to your other desktops like any current activity; it needs the recent-files bridge.")
+
+    @Argument(help: ArgumentHelp("on or off.", valueName: "on|off"))
+    var state: String
+
+    func run() throws {
+        guard state == "on" || state == "off" else {
+            throw CLIError("recent-documents-current takes on or off, not '\(state)'", exitCode: ExitCode.validationFailure.rawValue)
+        }
+        try ServiceClient().setManagerProperty("RecentDocumentsBecomeCurrent", .boolean(state == "on"))
+    }
 }
 
 struct ForgetApp: ParsableCommand {

@@ -36,7 +36,7 @@ struct UserActivityCtl: ParsableCommand {
             ]),
             CommandGroup(name: "Privacy", subcommands: [
                 Privacy.self, Pause.self, Resume.self, BlockApp.self, UnblockApp.self, BlockType.self,
-                UnblockType.self, Retention.self, MaxSaved.self, ForgetApp.self, ForgetRange.self, ForgetAll.self,
+                UnblockType.self, Retention.self, MaxSaved.self, RecentDocumentsCurrent.self, ForgetApp.self, ForgetRange.self, ForgetAll.self,
             ]),
         ])
 }

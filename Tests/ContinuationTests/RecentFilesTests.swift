@@ -95,6 +95,12 @@ struct RecentFilesTests {
                             [.string(UA.managerInterface), .string("Bridges"), .variant(.stringArray(names))])
         }
 
+        /// The manager's `CurrentActivity` (reading it also asks for its changes).
+        func currentActivity() throws -> String {
+            try client.call(UA.managerPath, "org.freedesktop.DBus.Properties", "Get",
+                            [.string(UA.managerInterface), .string("CurrentActivity")]).first?.unwrappedVariant.objectPathValue ?? "?"
+        }
+
         func setPaused(_ paused: Bool) throws {
             try client.call(UA.managerPath, "org.freedesktop.DBus.Properties", "Set",
                             [.string(UA.managerInterface), .string("Paused"), .variant(.boolean(paused))])
@@ -326,5 +332,32 @@ struct RecentFilesTests {
         _ = try off.search("anything") // starts the daemon
         #expect(waitUntil(timeout: 30) { off.h.bus.log.contains("recent files: the bridge is off") }, "\(off.h.logTail())")
         #expect(try off.search("zephyr").isEmpty)
+    }
+
+    @Test("A GTK-style entry just written makes the document current; with remember-recent-files=false it does not")
+    func documentJustOpenedIsCurrent() throws {
+        func justOpened(_ dir: String) -> [XBELEntry] {
+            [XBELEntry(uri: "file://\(dir)/Minutes.txt", title: "Minutes kowhai", app: Self.docs, modified: Date())]
+        }
+        let f = try Fixture(entries: justOpened)
+        var path = "/"
+        #expect(try waitUntil(timeout: 30, interval: 0.05) {
+            path = try f.currentActivity()
+            return path != "/"
+        }, "\(f.h.logTail())")
+        let all = try f.client.call(path, "org.freedesktop.DBus.Properties", "GetAll", [.string(UA.activityInterface)])
+        let properties = Dictionary((all.first?.stringVariantEntries ?? []).map { ($0.0, $0.1.unwrappedVariant) }, uniquingKeysWith: { a, _ in a })
+        #expect(properties["ActivityType"] == .string("org.example.UserActivity.open-document"))
+        #expect(properties["AppId"] == .string(Self.docs))
+        #expect(properties["Title"] == .string("Minutes kowhai"))
+        #expect(properties["EligibleForHandoff"] == .boolean(true))
+        let info = Dictionary((properties["UserInfo"]?.stringVariantEntries ?? []).map { ($0.0, $0.1.unwrappedVariant) }, uniquingKeysWith: { a, _ in a })
+        #expect(info["uri"] == .string("file://\(f.documents.path)/Minutes.txt"))
+        #expect(info["mime-type"] == .string("text/plain"))
+
+        let off = try Fixture(entries: justOpened, privacy: "[org/gnome/desktop/privacy]\nremember-recent-files=false\n")
+        #expect(try off.currentActivity() == "/")
+        #expect(waitUntil(timeout: 30) { off.h.bus.log.contains("recent files: the bridge is off") }, "\(off.h.logTail())")
+        #expect(try off.currentActivity() == "/")
     }
 }

@@ -56,6 +56,8 @@ private let errorPrefix = "org.example.UserActivity.Error."
             client.send(message)
             return message
         }
+        // The service sends activity signals only to connections that asked for them.
+        try client.callService(managerInterface, "Subscribe")
         // A first activity, so that the calls below find the caller's
         // identity known. Activity ids are serial numbers: the next is "2".
         let first = try client.createActivity(editType, [claimEditor])
@@ -138,8 +140,8 @@ private let errorPrefix = "org.example.UserActivity.Error."
         let owner = try harness.client()
         let watcher = try harness.client()
         try watcher.addMatch("type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'")
-        // The service sends its signals only to connections that have called it.
-        _ = try watcher.property(managerPath, managerInterface, "Version")
+        // The service sends activity signals only to connections that asked for them.
+        try watcher.callService(managerInterface, "Subscribe")
         let path = try owner.createActivity(editType, [claimEditor, ("title", .string("One"))])
         try owner.callService(on: path, activityInterface, "Update",
                               [.stringVariantDictionary([("title", .string("Two")), ("keywords", .stringArray(["a", "b"]))])])

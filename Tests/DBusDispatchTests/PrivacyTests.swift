@@ -145,7 +145,8 @@ extension Connection {
     @Test func aSandboxedAppCanNeitherReadNorChangeTheControls() throws {
         let harness = try ServiceHarness(confinedAs: ServiceHarness.sandboxed)
         let client = try harness.client()
-        for property in ["Paused", "BlockedApplications", "BlockedActivityTypes", "RetentionDays", "MaxSavedPerApplication"] {
+        for property in ["Paused", "BlockedApplications", "BlockedActivityTypes", "RetentionDays", "MaxSavedPerApplication",
+                         "RecentDocumentsBecomeCurrent"] {
             #expect(dbusErrorName { _ = try client.property(managerPath, managerInterface, property) } == errorPrefix + "AccessDenied")
         }
         #expect(dbusErrorName { try client.setManagerProperty("Paused", .boolean(true)) } == errorPrefix + "AccessDenied")

@@ -120,8 +120,8 @@ import TypedValues
         let owner = try harness.client()
         let watcher = try harness.client()
         try watcher.addMatch("type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'")
-        // The service sends its signals only to connections that have called it.
-        _ = try watcher.property(managerPath, managerInterface, "Version")
+        // The service sends activity signals only to connections that asked for them.
+        try watcher.callService(managerInterface, "Subscribe")
         let path = try owner.createActivity(Self.editType, [Self.claimEditor, ("title", .string("One"))])
         harness.advance(byMilliseconds: 1)
         // The service's own timers (the hourly retention check).

@@ -74,6 +74,7 @@ final class ServiceHarness: @unchecked Sendable {
                                             log: Logger(label: "test-service"))
                 }
                 try loop.withThreadDefault { try service.export() }
+                state.service = service
                 _ = try connection.requestName("org.example.UserActivity")
                 state.ready.signal()
                 loop.withThreadDefault { loop.run() }
@@ -118,6 +119,12 @@ final class ServiceHarness: @unchecked Sendable {
         return result.value!
     }
 
+    /// Runs `body` with the service on its thread (state that no call shows, such as who listens).
+    func onService<T>(_ body: @escaping (UserActivityService) -> T) -> T {
+        let state = threadState
+        return onLoop { body(state.service!) }
+    }
+
     /// Moves the service's ``ManualScheduler`` forward on its thread (timers due run there).
     func advance(byMilliseconds milliseconds: Int64) {
         guard let scheduler else { preconditionFailure("the harness was made without a manual scheduler") }
@@ -134,6 +141,8 @@ final class ServiceThreadState: @unchecked Sendable {
     let ready = DispatchSemaphore(value: 0)
     let finished = DispatchSemaphore(value: 0)
     var startError: Error?
+    /// The service, for ``ServiceHarness/onService(_:)``; read and used on its loop only.
+    var service: UserActivityService?
 }
 
 final class UncheckedBox<T>: @unchecked Sendable {

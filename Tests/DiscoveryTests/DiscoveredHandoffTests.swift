@@ -79,9 +79,9 @@ struct DiscoveredHandoffTests {
             ("user-info", .dictionary(keyType: "s", valueType: "v", [.init(key: .string("page"), value: .variant(.int32(3)))])),
         ])
         try watcher.addMatch("type='signal',interface='\(UA.activityInterface)',member='Continued',path='\(activity)'")
-        // The service sends an activity's signals only to connections that have called it.
-        _ = try watcher.call(try Message.methodCall(destination: UA.busName, path: UA.managerPath, interface: "org.freedesktop.DBus.Properties",
-                                                    member: "Get", arguments: [.string(UA.managerInterface), .string("Version")]))
+        // The service sends an activity's signals only to connections that asked for them.
+        _ = try watcher.call(try Message.methodCall(destination: UA.busName, path: UA.managerPath, interface: UA.managerInterface,
+                                                    member: "Subscribe", arguments: []))
         var continuedBy: String?
         try watcher.addFilter { message in
             if message.member == "Continued" { continuedBy = (try? message.arguments())?.first?.stringValue }

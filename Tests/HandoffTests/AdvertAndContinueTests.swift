@@ -147,10 +147,10 @@ struct AdvertAndContinueTests {
             ("user-info", .dictionary(keyType: "s", valueType: "v", [.init(key: .string("page"), value: .variant(.int32(7)))])),
         ])
         try watcher.addMatch("type='signal',interface='\(UA.activityInterface)',member='Continued',path='\(activity)'")
-        // The service sends an activity's signals only to connections that have called it.
+        // The service sends an activity's signals only to connections that asked for them.
         _ = try watcher.call(try Message.methodCall(
-            destination: UA.busName, path: UA.managerPath, interface: "org.freedesktop.DBus.Properties", member: "Get",
-            arguments: [.string(UA.managerInterface), .string("Version")]))
+            destination: UA.busName, path: UA.managerPath, interface: UA.managerInterface, member: "Subscribe",
+            arguments: []))
         #expect(stacks.b.waitForDevice(onB, "CurrentActivity", { title($0) == "Handed over" }), "\(stacks.logs)")
         let app = try stacks.b.call(HO.busName, onB, HO.device, "ContinueActivity", [.dictionary(keyType: "s", valueType: "v", [])])
         #expect(app.first == .string(UA.editor), "\(stacks.logs)")

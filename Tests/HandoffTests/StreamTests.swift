@@ -107,8 +107,8 @@ struct CrossDeviceStreamTests {
             return false
         }
         _ = try watcher.call(try Message.methodCall(
-            destination: UA.busName, path: UA.managerPath, interface: "org.freedesktop.DBus.Properties", member: "Get",
-            arguments: [.string(UA.managerInterface), .string("Version")]))
+            destination: UA.busName, path: UA.managerPath, interface: UA.managerInterface, member: "Subscribe",
+            arguments: []))
         #expect(stacks.b.waitForDevice(onB, "CurrentActivity", {
             $0?.stringVariantEntries?.first { $0.0 == "title" }?.1 == .string("Cannot land")
         }), "\(stacks.logs)")

@@ -211,6 +211,11 @@ struct AuthorizationMatrixTests {
         Row(interface: UA.manager, member: "ForgetAll", variant: "", expected: unconfinedOnly,
             call: manager("ForgetAll") { context in _ = try context.savedID(); return [] },
             check: confinedCannotForget),
+        // Anyone may listen: what a listener is sent is chosen by its identity (the sandbox tier checks that).
+        Row(interface: UA.manager, member: "Subscribe", variant: "", expected: allow(),
+            call: manager("Subscribe") { _ in [] }),
+        Row(interface: UA.manager, member: "Unsubscribe", variant: "", expected: allow(),
+            call: manager("Unsubscribe") { _ in [] }),
         Row(interface: UA.properties, member: "Get", variant: "manager Version", expected: allow(),
             call: { _, client in client.attempt(UA.managerPath, UA.properties, "Get", [.string(UA.manager), .string("Version")]) }),
         Row(interface: UA.properties, member: "Get", variant: "manager Paused", expected: unconfinedOnly,

@@ -51,6 +51,8 @@ struct IsolationTests {
         // org.other.Player, unconfined: a live activity and a saved one, kept until the sandbox is done.
         let player = try harness.host([
             managerCall("RegisterApplication", "(\(gv(UA.player)),)"),
+            // It listens, so that it hears its own activity (the check at the end).
+            managerCall("Subscribe"),
             // Current, so that the session's CurrentActivity names it.
             managerCall("BecomeCurrent", "(\(gv(UA.playerType)), {'title': <\(gv(Self.secretTitle))>, 'user-info': <{'k': <'ISOLATION-SECRET-INFO'>}>})"),
             managerCall("Donate", "(\(gv(UA.playerType)), {'title': <\(gv(Self.secretSaved))>, 'persistent-identifier': <'p-1'>, 'eligible-for-search': <true>})"),
@@ -60,8 +62,8 @@ struct IsolationTests {
         ])
         try #require(try player.waitForSay("CREATED"), "\(player.allReports) \(player.process.stderrText)\n\(harness.logTail())")
         let playerCalls = player.callReports
-        let otherPath = try #require(objectPath(in: playerCalls[1].reply), "\(playerCalls)")
-        let savedID = try #require(Self.firstString(in: playerCalls[2].reply), "\(playerCalls)")
+        let otherPath = try #require(objectPath(in: playerCalls[2].reply), "\(playerCalls)")
+        let savedID = try #require(Self.firstString(in: playerCalls[3].reply), "\(playerCalls)")
 
         let steps: [(SandboxAgent.Step, expected: String?)] = [
             (managerCall("RegisterApplication", "(\(gv(UA.player)),)"), UA.error("AccessDenied")),
@@ -164,6 +166,6 @@ struct IsolationTests {
         let playerReports = try player.finish()
         let search = playerReports.filter { $0.step == "call" }.last
         #expect(search?.reply?.contains(Self.secretSaved) == true, "the player's saved activity is gone: \(playerReports)")
-        #expect(player.messagesContaining(Self.secretTitle) > 0, "the owner hears its own activity")
+        #expect(player.messagesContaining(Self.secretTitle) > 0, "the subscribed owner hears its own activity")
     }
 }

@@ -30,8 +30,8 @@ public struct DaemonSignal: Sendable {
     /// A new connection to the bus at `address` that hands each signal
     /// matching `rules` to `record` while it is dispatched.
     ///
-    /// The daemon sends its signals only to connections that have called it,
-    /// so the connection reads the manager's `Version` before it is returned.
+    /// The daemon sends its signals only to connections that asked for them,
+    /// so the connection calls the manager's `Subscribe` before it is returned.
     public static func listen(address: String, rules: [String],
                               record: @escaping (DaemonSignal) -> Void) throws -> Connection {
         let connection = try Connection.bus(address: address)
@@ -45,8 +45,7 @@ public struct DaemonSignal: Sendable {
         }
         for rule in rules { try connection.addMatch(rule) }
         _ = try connection.call(try Message.methodCall(
-            destination: UA.busName, path: UA.managerPath, interface: "org.freedesktop.DBus.Properties", member: "Get",
-            arguments: [.string(UA.managerInterface), .string("Version")]))
+            destination: UA.busName, path: UA.managerPath, interface: UA.managerInterface, member: "Subscribe", arguments: []))
         return connection
     }
 }

@@ -50,7 +50,8 @@ import TypedValues
         let all = RecentFiles.documents(entries, matcher: matcher, home: "/home/u", now: now, maxAgeDays: -1)
         #expect(all.count == 2)
         #expect(all[0] == RecentDocument(uri: "file:///home/u/Docs/plan%20b.txt", appID: "org.kde.kate", title: "plan b.txt",
-                                         folder: "~/Docs", mimeType: "text/plain", lastUsed: now - day, useCount: 7))
+                                         folder: "~/Docs", mimeType: "text/plain", lastUsed: now - day, useCount: 7,
+                                         recordedAt: now - day))
         #expect(all[1].appID == RecentFiles.unmatchedAppID)
         #expect(all[1].folder == "~")
         #expect(RecentFiles.documents(entries, matcher: matcher, home: "/home/u", now: now, maxAgeDays: 30).map(\.title) == ["plan b.txt"])

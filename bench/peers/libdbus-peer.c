@@ -19,12 +19,19 @@
  * to show what those signals cost a C service; the targets stay against the
  * plain one.
  *
- * Usage: libdbus-peer [--object-manager-signals] [BUS_NAME]
+ * With --glib the connection is driven by a GLib main loop (its watches and
+ * timeouts as GLib sources, dispatched until libdbus has nothing left), as
+ * useractivityd's is: the report's baseline for what our daemon adds on top
+ * of libdbus and GLib. Without it, the plainest loop libdbus offers.
+ *
+ * Usage: libdbus-peer [--object-manager-signals] [--glib] [BUS_NAME]
  *        (default bus name org.example.BenchPeer.LibDBus)
  * Connects to the session bus (DBUS_SESSION_BUS_ADDRESS), as a D-Bus
  * activated service does, and serves until the bus goes away.
  */
 #include <dbus/dbus.h>
+#include <glib-unix.h>
+#include <glib.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -333,12 +340,139 @@ static const DBusObjectPathVTable manager_vtable = {
     .message_function = manager_message,
 };
 
+/* --glib: libdbus's watches and timeouts as GLib sources. */
+
+static void dispatch_all(DBusConnection *connection)
+{
+    while (dbus_connection_dispatch(connection) == DBUS_DISPATCH_DATA_REMAINS)
+        ;
+}
+
+static gboolean watch_ready(gint fd, GIOCondition condition, gpointer data)
+{
+    (void) fd;
+    DBusWatch *watch = data;
+    unsigned int flags = 0;
+    if (condition & G_IO_IN) flags |= DBUS_WATCH_READABLE;
+    if (condition & G_IO_OUT) flags |= DBUS_WATCH_WRITABLE;
+    if (condition & G_IO_ERR) flags |= DBUS_WATCH_ERROR;
+    if (condition & G_IO_HUP) flags |= DBUS_WATCH_HANGUP;
+    dbus_watch_handle(watch, flags);
+    return G_SOURCE_CONTINUE;
+}
+
+static void watch_toggled(DBusWatch *watch, void *data)
+{
+    (void) data;
+    guint id = GPOINTER_TO_UINT(dbus_watch_get_data(watch));
+    if (id != 0) g_source_remove(id);
+    id = 0;
+    if (dbus_watch_get_enabled(watch)) {
+        unsigned int flags = dbus_watch_get_flags(watch);
+        GIOCondition condition = G_IO_ERR | G_IO_HUP;
+        if (flags & DBUS_WATCH_READABLE) condition |= G_IO_IN;
+        if (flags & DBUS_WATCH_WRITABLE) condition |= G_IO_OUT;
+        id = g_unix_fd_add(dbus_watch_get_unix_fd(watch), condition, watch_ready, watch);
+    }
+    dbus_watch_set_data(watch, GUINT_TO_POINTER(id), NULL);
+}
+
+static dbus_bool_t watch_added(DBusWatch *watch, void *data)
+{
+    dbus_watch_set_data(watch, NULL, NULL);
+    watch_toggled(watch, data);
+    return TRUE;
+}
+
+static void watch_removed(DBusWatch *watch, void *data)
+{
+    (void) data;
+    guint id = GPOINTER_TO_UINT(dbus_watch_get_data(watch));
+    if (id != 0) g_source_remove(id);
+    dbus_watch_set_data(watch, NULL, NULL);
+}
+
+static gboolean timeout_fired(gpointer data)
+{
+    dbus_timeout_handle(data);
+    return G_SOURCE_CONTINUE;
+}
+
+static void timeout_toggled(DBusTimeout *timeout, void *data)
+{
+    (void) data;
+    guint id = GPOINTER_TO_UINT(dbus_timeout_get_data(timeout));
+    if (id != 0) g_source_remove(id);
+    id = dbus_timeout_get_enabled(timeout)
+        ? g_timeout_add((guint) dbus_timeout_get_interval(timeout), timeout_fired, timeout) : 0;
+    dbus_timeout_set_data(timeout, GUINT_TO_POINTER(id), NULL);
+}
+
+static dbus_bool_t timeout_added(DBusTimeout *timeout, void *data)
+{
+    dbus_timeout_set_data(timeout, NULL, NULL);
+    timeout_toggled(timeout, data);
+    return TRUE;
+}
+
+static void timeout_removed(DBusTimeout *timeout, void *data)
+{
+    (void) data;
+    guint id = GPOINTER_TO_UINT(dbus_timeout_get_data(timeout));
+    if (id != 0) g_source_remove(id);
+    dbus_timeout_set_data(timeout, NULL, NULL);
+}
+
+/* Messages read while handling a watch are dispatched from an idle source. */
+static gboolean dispatch_idle(gpointer data)
+{
+    dispatch_all(data);
+    return G_SOURCE_REMOVE;
+}
+
+static void dispatch_status_changed(DBusConnection *connection, DBusDispatchStatus status, void *data)
+{
+    (void) data;
+    if (status == DBUS_DISPATCH_DATA_REMAINS)
+        g_idle_add_full(G_PRIORITY_DEFAULT, dispatch_idle, connection, NULL);
+}
+
+static gboolean bus_gone(gpointer data)
+{
+    g_main_loop_quit(data);
+    return G_SOURCE_REMOVE;
+}
+
+static DBusHandlerResult local_filter(DBusConnection *connection, DBusMessage *message, void *data)
+{
+    (void) connection;
+    if (dbus_message_is_signal(message, DBUS_INTERFACE_LOCAL, "Disconnected"))
+        g_idle_add(bus_gone, data);
+    return DBUS_HANDLER_RESULT_NOT_YET_HANDLED;
+}
+
+static void run_glib_loop(DBusConnection *connection)
+{
+    GMainLoop *loop = g_main_loop_new(NULL, FALSE);
+    dbus_connection_set_exit_on_disconnect(connection, FALSE);
+    dbus_connection_add_filter(connection, local_filter, loop, NULL);
+    dbus_connection_set_watch_functions(connection, watch_added, watch_removed, watch_toggled, NULL, NULL);
+    dbus_connection_set_timeout_functions(connection, timeout_added, timeout_removed, timeout_toggled, NULL, NULL);
+    dbus_connection_set_dispatch_status_function(connection, dispatch_status_changed, NULL, NULL);
+    dispatch_all(connection);
+    g_main_loop_run(loop);
+    g_main_loop_unref(loop);
+}
+
 int main(int argc, char **argv)
 {
     const char *name = "org.example.BenchPeer.LibDBus";
+    int glib = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--object-manager-signals") == 0)
             emits_object_manager_signals = 1;
+        else if (strcmp(argv[i], "--glib") == 0)
+            glib = 1;
         else
             name = argv[i];
     }
@@ -357,9 +491,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "libdbus-peer: cannot own %s: %s\n", name, error.message ? error.message : "taken");
         return 1;
     }
-    /* The plainest loop libdbus offers: block, read, dispatch, repeat. */
-    while (dbus_connection_read_write_dispatch(connection, -1))
-        ;
+    if (glib) {
+        run_glib_loop(connection);
+    } else {
+        /* The plainest loop libdbus offers: block, read, dispatch, repeat. */
+        while (dbus_connection_read_write_dispatch(connection, -1))
+            ;
+    }
     fprintf(stderr, "libdbus-peer: bus gone, %zu activities were live\n", live);
     return 0;
 }

@@ -115,8 +115,9 @@ main (void)
   setvbuf (stdout, NULL, _IOLBF, 0); /* one line at a time, also into a pipe */
 
   g_autoptr(GDBusConnection) bus = g_bus_get_sync (G_BUS_TYPE_SESSION, NULL, &error);
+  /* Loading the manager's properties would ask the service for their changes; the notes need neither. */
   if (bus != NULL)
-    manager = ua_manager_proxy_new_sync (bus, G_DBUS_PROXY_FLAGS_NONE, SERVICE, MANAGER_PATH, NULL, &error);
+    manager = ua_manager_proxy_new_sync (bus, G_DBUS_PROXY_FLAGS_DO_NOT_LOAD_PROPERTIES, SERVICE, MANAGER_PATH, NULL, &error);
   /* 1. This connection speaks for APP_ID (its desktop entry must be installed). */
   if (manager != NULL)
     ua_manager_call_register_application_sync (manager, APP_ID, NULL, &error);

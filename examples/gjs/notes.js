@@ -45,7 +45,9 @@ const node = Gio.DBusNodeInfo.new_for_xml(xml);
 if (node.interfaces[0].name !== SERVICE)
     throw new Error(`the interface XML starts with ${node.interfaces[0].name}, not ${SERVICE}`);
 const ManagerProxy = Gio.DBusProxy.makeProxyWrapper(xml);
-const manager = new ManagerProxy(Gio.DBus.session, SERVICE, MANAGER_PATH);
+// Loading the manager's properties would ask the service for their changes; the notes need neither.
+const manager = new ManagerProxy(Gio.DBus.session, SERVICE, MANAGER_PATH, null, null,
+    Gio.DBusProxyFlags.DO_NOT_LOAD_PROPERTIES);
 
 // Makes the note the session's current activity. userInfo is an a{sv} GLib.Variant.
 function becomeCurrent(title, userInfo) {

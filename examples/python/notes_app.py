@@ -38,7 +38,8 @@ with open(args.interface_xml, encoding='utf-8') as xml:
     node = Gio.DBusNodeInfo.new_for_xml(xml.read())
 bus = Gio.bus_get_sync(Gio.BusType.SESSION)
 # A proxy with the interface info: each call's arguments are checked against the XML.
-manager = Gio.DBusProxy.new_sync(bus, Gio.DBusProxyFlags.NONE, node.lookup_interface(SERVICE),
+# Loading the manager's properties would ask the service for their changes; the notes need neither.
+manager = Gio.DBusProxy.new_sync(bus, Gio.DBusProxyFlags.DO_NOT_LOAD_PROPERTIES, node.lookup_interface(SERVICE),
                                  SERVICE, MANAGER_PATH, SERVICE, None)
 
 

@@ -64,14 +64,22 @@ final class BenchSession {
     private var isStopping = false
 
     /// Opens `count` unconfined connections that match all of the service's
-    /// signals and call it once (it sends its signals only to connections
-    /// that have called it), each drained by a thread until ``stop()``.
+    /// signals and call its `Subscribe` (it sends its activity signals only
+    /// to connections that asked), each drained by a thread until ``stop()``.
     func addSubscribers(_ count: Int) throws {
         for _ in 0..<count {
             let subscriber = try Connection.bus(address: bus.address)
             try subscriber.addMatch("type='signal',sender='\(Service.busName)'")
-            _ = try subscriber.call(message(Service.managerPath, "org.freedesktop.DBus.Properties", "Get",
-                                            [.string(Service.managerInterface), .string("Version")]))
+            // The C peers broadcast their ObjectManager signals: these reach the
+            // same listeners, so that a peer's baseline pays for them as ours does.
+            try subscriber.addMatch("type='signal',interface='org.freedesktop.DBus.ObjectManager'")
+            do {
+                _ = try subscriber.call(message(Service.managerPath, Service.managerInterface, "Subscribe", []))
+            } catch let failure as DBusFailure where failure.name == "org.freedesktop.DBus.Error.UnknownMethod" {
+                // An older daemon (bench/signal-fanout.sh compares builds) sent its signals to every caller.
+                _ = try subscriber.call(message(Service.managerPath, "org.freedesktop.DBus.Properties", "Get",
+                                                [.string(Service.managerInterface), .string("Version")]))
+            }
             let done = DispatchSemaphore(value: 0)
             subscribers.append((subscriber, done))
             let box = UncheckedSendable((self, subscriber, done))

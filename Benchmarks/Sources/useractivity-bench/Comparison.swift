@@ -98,6 +98,11 @@ struct ComparisonRun {
             for (key, label, name, path, flags) in [
                 ("libdbus", "C libdbus peer", "org.example.BenchPeer.LibDBus", libdbus, ""),
                 ("gdbus", "GDBus peer", "org.example.BenchPeer.GDBus", gdbus, ""),
+                // The C peer on a GLib main loop, as our daemon's libdbus is driven,
+                // without and with the ObjectManager signals (the same service as ours in C).
+                (PeerTarget.libdbusOnGLibKey, "C libdbus on GLib", "org.example.BenchPeer.LibDBusGLib", libdbus, " --glib"),
+                (PeerTarget.libdbusOnGLibWithSignalsKey, "C libdbus on GLib + signals", "org.example.BenchPeer.LibDBusGLibSignals", libdbus,
+                 " --glib --object-manager-signals"),
                 (PeerTarget.libdbusWithSignalsKey, "C libdbus + signals", "org.example.BenchPeer.LibDBusSignals", libdbus,
                  " --object-manager-signals"),
             ] {
@@ -121,6 +126,7 @@ struct ComparisonRun {
         let session = try BenchSession(daemonPath: daemonPath)
         do {
             try session.start()
+            try session.addSubscribers(options.subscribers)
             usleep(300_000)
             let oursIdle = BenchSession.memory(of: session.daemonPID)?.rssKiB
             var oursAfterPeers: Int?
@@ -251,6 +257,15 @@ struct ComparisonRun {
                     String(format: "%.0f vs %.0f calls/s", ours.pipelinedCallsPerSecond, signalling.pipelinedCallsPerSecond)),
             ]
         }
+        if let peers = report.peers, let ours = peers.services.first,
+           let quiet = peers.services.first(where: { $0.key == PeerTarget.libdbusOnGLibKey }) {
+            rows += [
+                row("ours ÷ C libdbus on GLib (no signals), CreateActivity p50", ours.createActivity.p50Us / quiet.createActivity.p50Us,
+                    String(format: "%.1f vs %.1f µs", ours.createActivity.p50Us, quiet.createActivity.p50Us)),
+                row("ours ÷ C libdbus on GLib (no signals), pipelined", ours.pipelinedCallsPerSecond / quiet.pipelinedCallsPerSecond,
+                    String(format: "%.0f vs %.0f calls/s", ours.pipelinedCallsPerSecond, quiet.pipelinedCallsPerSecond)),
+            ]
+        }
         for size in report.zeitgeist?.sizes ?? [] where size.oursPing.meanUs > 0 && size.zeitgeistInsert.callsPerSecond > 0 {
             // Sequential rates are calls ÷ elapsed time, so the ceiling uses the Ping's mean too.
             let pingRate = 1e6 / size.oursPing.meanUs
@@ -286,6 +301,18 @@ struct ComparisonRun {
             ratio("pipelined throughput (\(peers.pipelineDepth) in flight), ours ÷ C libdbus",
                   c.map { ours.pipelinedCallsPerSecond / $0.pipelinedCallsPerSecond }, atLeast: 0.9,
                   note: c.map { String(format: "%.0f vs %.0f calls/s", ours.pipelinedCallsPerSecond, $0.pipelinedCallsPerSecond) } ?? "")
+            // Against the same service in C, its libdbus driven by a GLib loop as
+            // ours is and emitting the contract's ObjectManager signals: what our own code adds.
+            let cg = peers.services.first { $0.key == PeerTarget.libdbusOnGLibWithSignalsKey }
+            ratio("CreateActivity round trip p50, ours ÷ C libdbus on GLib + signals", cg.map { ours.createActivity.p50Us / $0.createActivity.p50Us }, atMost: 1.2,
+                  note: cg.map { String(format: "%.1f vs %.1f µs", ours.createActivity.p50Us, $0.createActivity.p50Us) } ?? "")
+            if let cg, let oursClient = ours.pipelinedClientCpuUsPerCall, let theirs = cg.pipelinedClientCpuUsPerCall, theirs > 0 {
+                ratio("client CPU per pipelined call, ours ÷ C libdbus on GLib + signals", oursClient / theirs, atMost: 1.3,
+                      note: String(format: "%.1f vs %.1f µs", oursClient, theirs))
+            }
+            ratio("pipelined throughput (\(peers.pipelineDepth) in flight), ours ÷ C libdbus on GLib + signals",
+                  cg.map { ours.pipelinedCallsPerSecond / $0.pipelinedCallsPerSecond }, atLeast: 0.8,
+                  note: cg.map { String(format: "%.0f vs %.0f calls/s", ours.pipelinedCallsPerSecond, $0.pipelinedCallsPerSecond) } ?? "")
         } else if wantedPeers {
             verdicts.append(Verdict(name: "CreateActivity and throughput against the peers", value: nil, unit: "×", target: "",
                                     pass: nil, note: "not measured"))

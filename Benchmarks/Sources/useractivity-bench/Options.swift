@@ -108,9 +108,10 @@ struct BenchOptions {
                               --iterations 10000, --pipeline-calls 20000,
                               --insert-samples 1000, --store-samples 300; with --quick
                               2000, 4000, 200 and 60)
-          --subscribers N     N more unconfined connections that called the service once
+          --subscribers N     N more unconfined connections that called Subscribe
                               and follow all its signals (each gets a unicast copy of
-                              every activity signal), to measure what they cost
+                              every activity signal; the peers' ObjectManager broadcasts
+                              reach them too), to measure what they cost
           --list-scenarios    print the scenario names and exit
           -h, --help          this text
         """

@@ -7,7 +7,7 @@ import TypedValues
 /// A service answering the `(s, a{sv}) → o` CreateActivity call: our daemon,
 /// or one of the two peers written for the bench (`bench/peers/`).
 struct PeerTarget {
-    /// Short key for JSON: "useractivityd", "libdbus", "gdbus", "libdbus-signals".
+    /// Short key for JSON: "useractivityd", "libdbus", "gdbus", "libdbus-glib", "libdbus-glib-signals", "libdbus-signals".
     var key: String
     /// What the report calls it.
     var label: String
@@ -23,6 +23,10 @@ struct PeerTarget {
 
     /// The C peer run with `--object-manager-signals`.
     static let libdbusWithSignalsKey = "libdbus-signals"
+    /// The C peer run with `--glib`: libdbus driven by a GLib main loop, as ours is.
+    static let libdbusOnGLibKey = "libdbus-glib"
+    /// The C peer run with `--glib --object-manager-signals`.
+    static let libdbusOnGLibWithSignalsKey = "libdbus-glib-signals"
 
     /// A peer from `bench/peers/`: same object layout, its own bus name.
     static func peer(key: String, label: String, busName: String) -> PeerTarget {

@@ -104,6 +104,11 @@ enum ProcessFigures {
         return try reply.arguments().first?.boolValue ?? false
     }
 
-    /// CPU nanoseconds of this process (the client), all threads.
-    static var clientCPUNanoseconds: UInt64? { BenchSession.cpuNanoseconds(of: getpid()) }
+    /// CPU nanoseconds of the calling thread: the client making the calls
+    /// (not the `--subscribers` threads, which count what listening costs).
+    static var clientCPUNanoseconds: UInt64? {
+        var time = timespec()
+        guard clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time) == 0 else { return nil }
+        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+    }
 }

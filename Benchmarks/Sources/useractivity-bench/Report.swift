@@ -43,7 +43,7 @@ extension BenchReport {
             }
             out.append(line)
             if scenario.daemonCpuUsPerCall != nil || scenario.busCpuUsPerCall != nil {
-                out.append("    CPU per call (separate pass of \(cpuSamples), bookkeeping included): useractivityd \(optionalFixed(scenario.daemonCpuUsPerCall)) µs, dbus-daemon \(optionalFixed(scenario.busCpuUsPerCall)) µs")
+                out.append("    CPU per call (separate pass of \(cpuSamples), bookkeeping included): useractivityd \(optionalFixed(scenario.daemonCpuUsPerCall)) µs, dbus-daemon \(optionalFixed(scenario.busCpuUsPerCall)) µs, client \(optionalFixed(scenario.clientCpuUsPerCall)) µs")
             }
             for fact in scenario.facts {
                 out.append("    \(fact.name): \(fact.value)")

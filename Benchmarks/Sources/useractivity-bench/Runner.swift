@@ -31,6 +31,8 @@ struct ScenarioFigures: Codable {
     var p50RatioByHalf: [Double]
     var daemonCpuUsPerCall: Double?
     var busCpuUsPerCall: Double?
+    /// The calling client's thread (signals it is sent included).
+    var clientCpuUsPerCall: Double?
     var p50Pass: Bool?
     var p99Pass: Bool?
     /// In the order the scenario gave them.
@@ -116,20 +118,22 @@ struct Runner {
 
         // CPU cost per call: a pass per scenario, after the latency rounds so
         // it cannot disturb them. Interleaving would mix the scenarios' costs.
-        var cpuPerCall: [(daemon: Double?, bus: Double?)] = Array(repeating: (nil, nil), count: benchmarks.count)
+        var cpuPerCall: [(daemon: Double?, bus: Double?, client: Double?)] = Array(repeating: (nil, nil, nil), count: benchmarks.count)
         if options.cpuSamples > 0 {
             progress("CPU pass: \(options.cpuSamples) calls per scenario")
             for (index, benchmark) in benchmarks.enumerated() {
                 let daemonBefore = BenchSession.cpuNanoseconds(of: pid)
                 let busBefore = BenchSession.cpuNanoseconds(of: session.bus.pid)
+                let clientBefore = ProcessFigures.clientCPUNanoseconds
                 for _ in 0..<options.cpuSamples { _ = try benchmark.sample(session) }
+                let clientAfter = ProcessFigures.clientCPUNanoseconds
                 let daemonAfter = BenchSession.cpuNanoseconds(of: pid)
                 let busAfter = BenchSession.cpuNanoseconds(of: session.bus.pid)
                 func perCall(_ before: UInt64?, _ after: UInt64?) -> Double? {
                     guard let before, let after, after >= before else { return nil }
                     return Double(after - before) / Double(options.cpuSamples) / 1000
                 }
-                cpuPerCall[index] = (perCall(daemonBefore, daemonAfter), perCall(busBefore, busAfter))
+                cpuPerCall[index] = (perCall(daemonBefore, daemonAfter), perCall(busBefore, busAfter), perCall(clientBefore, clientAfter))
             }
         }
 
@@ -156,6 +160,7 @@ struct Runner {
                 name: scenario.name, timed: scenario.timed, latency: latency,
                 p50Ratio: p50Ratio, p99Ratio: p99Ratio, maxRatio: scenario.maxRatioToBaseline, p50RatioByHalf: byHalf,
                 daemonCpuUsPerCall: cpuPerCall[index].daemon, busCpuUsPerCall: cpuPerCall[index].bus,
+                clientCpuUsPerCall: cpuPerCall[index].client,
                 p50Pass: scenario.maxRatioToBaseline.map { p50Ratio <= $0 },
                 p99Pass: scenario.maxRatioToBaseline.map { p99Ratio <= $0 },
                 facts: facts.map { ScenarioFigures.Fact(name: $0.0, value: $0.1) }))
