@@ -38,6 +38,9 @@ final class DeviceObject {
     /// When each fetch gives up on an origin that keeps the link up but never answers.
     var fetchDeadlines: [UInt32: Int64] = [:]
     var reconnectAt: Int64 = 0
+    /// Paired or kept across restarts at some point (then its object stays
+    /// after unpairing); otherwise a transient key whose object goes with its link.
+    var wasKept = false
     /// Activities this device fetched from here, with how many fetches are
     /// unanswered: each fetch may be reported continued (or failed) once,
     /// and nothing else may.

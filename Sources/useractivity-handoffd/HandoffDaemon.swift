@@ -121,6 +121,7 @@ final class HandoffDaemon {
             device.address = known.address
             device.paired = known.paired
             device.tellUnpair = known.tellUnpair
+            device.wasKept = true
             devices[known.id] = device
         }
         catalog = Self.loadCatalog(environment: environment)
@@ -403,8 +404,22 @@ final class HandoffDaemon {
         device.remoteActivity = nil
         device.currentActivity = [:]
         notifier?.withdraw(device.id)
+        // A key nobody paired or added (a pairing request, a device found
+        // nearby): its object goes with its link.
+        if isTransient(device) {
+            devices[device.id] = nil
+            emitInterfacesRemoved(device)
+            return
+        }
         device.reconnectAt = now + 2_000_000
         emitDeviceChanged(device, [.reachable, .currentActivity])
+    }
+
+    /// Device objects of keys nobody paired or added, at most this many at once.
+    static let maximumTransientDevices = 32
+
+    func isTransient(_ device: DeviceObject) -> Bool {
+        !device.wasKept && !device.paired && !device.tellUnpair && state.devices[device.id] == nil
     }
 
     private func received(_ frame: Frame, on link: PeerLink) {
@@ -440,8 +455,12 @@ final class HandoffDaemon {
             link.close(reason: "unknown key and not discoverable")
             return
         }
-        let device = devices[id] ?? DeviceObject(id: id)
         let isNew = devices[id] == nil
+        if isNew && devices.values.filter(isTransient).count >= Self.maximumTransientDevices {
+            link.close(reason: "\(Self.maximumTransientDevices) unknown devices are already connected")
+            return
+        }
+        let device = devices[id] ?? DeviceObject(id: id)
         devices[id] = device
         device.name = String((frame.string("name") ?? "").prefix(256))
         if link.role == .client {
@@ -488,6 +507,7 @@ final class HandoffDaemon {
     }
 
     func persistDevice(_ device: DeviceObject) {
+        device.wasKept = true
         state.devices[device.id] = KnownDevice(id: device.id, name: device.name, address: device.address, paired: device.paired,
                                                tellUnpair: device.tellUnpair)
         save()

@@ -41,7 +41,11 @@ final class Notifier {
         guard message.interface == Self.name, !serverOwner.isEmpty, message.sender == serverOwner, let arguments = try? message.arguments(),
               let id = arguments.first?.uint32Value else { return false }
         if message.member == "ActionInvoked", let key = arguments.dropFirst().first?.stringValue {
-            actions.removeValue(forKey: id)?(key)
+            // Answered: the notification has done its work (a server may keep it otherwise).
+            guard let action = actions.removeValue(forKey: id) else { return false }
+            offers = offers.filter { $0.value != id }
+            close(id)
+            action(key)
         } else if message.member == "NotificationClosed" {
             actions.removeValue(forKey: id)?("closed")
             offers = offers.filter { $0.value != id }
@@ -89,6 +93,10 @@ final class Notifier {
     func withdraw(_ deviceID: String) {
         guard let id = offers.removeValue(forKey: deviceID) else { return }
         actions[id] = nil
+        close(id)
+    }
+
+    private func close(_ id: UInt32) {
         if let message = try? Message.methodCall(destination: Self.name, path: Self.path, interface: Self.name,
                                                  member: "CloseNotification", arguments: [.uint32(id)]) {
             message.expectsReply = false

@@ -70,6 +70,9 @@ struct NotificationTests {
         let line = try #require(try server.readLine(timeout: 30))
         #expect(line.contains("Pair with Stack A?") && line.contains("accept Accept decline Decline"), "\(line)")
         #expect(stacks.b.waitForDevice(stacks.b.devicePath(of: stacks.a), "Paired", { $0 == .boolean(true) }), "\(stacks.logs)")
+        // Answered, the notification is closed.
+        let id = line.split(separator: " ").dropFirst().first.map(String.init) ?? "?"
+        #expect(try server.readLine(timeout: 30) == "CLOSE \(id)")
     }
 
     @Test func declineInTheNotificationRefuses() throws {

@@ -152,6 +152,16 @@ struct PairingTests {
         #expect(try stacks.a.deviceProperties(path)["Paired"] == .boolean(false))
     }
 
+    @Test func theObjectOfAnUnknownDeviceGoesWithItsLink() throws {
+        let stacks = try TwoStacks()
+        _ = try stacks.link()
+        let onB = stacks.b.devicePath(of: stacks.a)
+        #expect(try stacks.b.devicePaths() == [onB])
+        // A's key was neither paired nor added on B: its object goes when A does.
+        stacks.a.killHandoffd()
+        #expect(waitUntil(timeout: 30) { (try? stacks.b.devicePaths()) == [] }, "\(stacks.logs)")
+    }
+
     @Test func aNewDeviceNameReachesThePairedDevice() throws {
         let stacks = try TwoStacks()
         let (onA, _) = try stacks.pair()
