@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import DBusKit
 import Foundation
+import HandoffCore
 import TestSupport
 import Testing
 import TypedValues
@@ -198,5 +199,106 @@ struct FileTransferTests {
         #expect(filesUnder(setup.downloads).isEmpty, "\(filesUnder(setup.downloads))")
         #expect(try setup.stacks.b.nameHasOwner(HO.busName))
         #expect(try setup.stacks.b.managerProperty("Enabled") == .boolean(true))
+    }
+
+    /// A paired device asking for documents itself: with B's key (B's daemon
+    /// stopped), it fetches activity `id` and, once answered, sends the file
+    /// requests it is given (hex, comma-separated). Lines: `HELLO`,
+    /// `FRAME <kind> <hex of the frame>` for each frame received, `CLOSED`.
+    static let askingPeerScript = #"""
+    import socket, ssl, struct, sys
+    port, cert, key, hello, fetch, requests = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    context.minimum_version = ssl.TLSVersion.TLSv1_3
+    context.load_cert_chain(cert, key)
+    try:
+        tls = context.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=60))
+        def read_exact(n):
+            data = b""
+            while len(data) < n:
+                chunk = tls.recv(n - len(data))
+                if not chunk:
+                    raise ConnectionResetError("eof")
+                data += chunk
+            return data
+        def read_frame():
+            return read_exact(struct.unpack(">I", read_exact(4))[0])
+        read_frame()
+        print("HELLO", flush=True)
+        tls.sendall(bytes.fromhex(hello))
+        tls.sendall(bytes.fromhex(fetch))
+        while True:
+            frame = read_frame()
+            print("FRAME %d %s" % (frame[0], frame.hex()), flush=True)
+            if frame[0] == 6:
+                for part in requests.split(","):
+                    tls.sendall(bytes.fromhex(part))
+    except (ConnectionResetError, ssl.SSLError, OSError):
+        pass
+    print("CLOSED", flush=True)
+    """#
+
+    func hex(_ frame: Frame) -> String { FrameCodec.encode(frame).map { String(format: "%02x", $0) }.joined() }
+
+    /// Runs the asking peer against A until it has `ends` file-end frames or is closed; the frames it received.
+    func ask(_ stacks: TwoStacks, activityID: String, requests: [FileTransferMessage], ends: Int) throws -> (frames: [Frame], closed: Bool) {
+        let script = stacks.b.session.root + "/asking-peer.py"
+        try writeFileAtomically(script, contents: Self.askingPeerScript, mode: 0o755)
+        let state = stacks.b.session.stateHome + "/useractivity/handoff/"
+        let hello = Frame(.hello, ["name": .string("Stack B"), "version": .uint32(1), "port": .uint32(0)])
+        let fetch = Frame(.fetch, ["request": .uint32(1000), "id": .string(activityID), "timeout-ms": .uint32(10_000)])
+        let process = try stacks.b.bus.spawn("/usr/bin/python3", [script, "\(stacks.a.port)", state + "certificate.pem", state + "key.pem",
+                                                                 hex(hello), hex(fetch), requests.map { hex($0.frame) }.joined(separator: ",")])
+        defer { process.terminate(grace: 0.5) }
+        var frames: [Frame] = []
+        while let line = try process.readLine(timeout: 30) {
+            if line == "CLOSED" { return (frames, true) }
+            guard line.hasPrefix("FRAME "), let bytes = line.split(separator: " ").last.flatMap({ Hex.decode(String($0)) }) else { continue }
+            frames.append(try FrameCodec.decode(bytes[...]))
+            if frames.filter({ $0.kind == .fileEnd }).count >= ends && frames.contains(where: { $0.kind == .fileHeader }) { break }
+        }
+        return (frames, false)
+    }
+
+    @Test("A paired device gets nothing for a path the activity does not name or another activity, only the document it fetched; once unpaired, nothing")
+    func onlyTheFetchedDocumentIsSent() throws {
+        let setup = try setUp()
+        let stacks = setup.stacks
+        let named = setup.homeA + "/Named.txt"
+        let other = setup.homeA + "/Other.txt"
+        _ = try randomFile(named, bytes: 1000)
+        _ = try randomFile(other, bytes: 1000)
+        let activity = try stacks.a.becomeCurrent(app: UA.editor, type: Self.openDocument, [
+            ("title", .string("Named.txt")), ("user-info", .stringVariantDictionary([("uri", .string(fileURI(named)))])),
+        ])
+        let id = String(activity.split(separator: "/").last ?? "")
+        let onA = stacks.a.devicePath(of: stacks.b)
+        stacks.b.killHandoffd()
+        #expect(stacks.a.waitForDevice(onA, "Reachable", { $0 == .boolean(false) }), "\(stacks.logs)")
+
+        let answer = try ask(stacks, activityID: id, requests: [
+            .request(request: 1, activityID: id, uri: fileURI(other)),
+            .request(request: 2, activityID: "999", uri: fileURI(named)),
+            .request(request: 3, activityID: id, uri: fileURI(named)),
+        ], ends: 2)
+        func end(_ request: UInt32) -> StreamFailure?? {
+            for frame in answer.frames where frame.kind == .fileEnd {
+                if case .end(request, let failure)? = FileTransferMessage.parse(frame) { return .some(failure) }
+            }
+            return nil
+        }
+        #expect(end(1)??.name == UA.error("HandoffFailed"), "\(answer) \(stacks.logs)")
+        #expect(end(2)??.name == UA.error("HandoffFailed"), "\(answer)")
+        // The document the activity names is offered (a header), the others are not.
+        let headers = answer.frames.compactMap { FileTransferMessage.parse($0) }.filter { if case .header = $0 { return true }; return false }
+        #expect(headers.map(\.request) == [3], "\(answer) \(stacks.logs)")
+
+        // Unpaired on A: the same device's key gets no answer but the unpairing.
+        _ = try stacks.a.call(HO.busName, onA, HO.device, "Unpair")
+        let afterUnpair = try ask(stacks, activityID: id, requests: [.request(request: 4, activityID: id, uri: fileURI(named))], ends: 1)
+        #expect(afterUnpair.closed && !afterUnpair.frames.contains { $0.kind == .fileHeader || $0.kind == .fileData || $0.kind == .fetchReply },
+                "\(afterUnpair)")
     }
 }
