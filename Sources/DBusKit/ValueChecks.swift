@@ -32,56 +32,47 @@ public enum DBusValueCheck {
         !signature.isEmpty && !signature.utf8.contains(0) && dbus_signature_validate_single(signature, nil) != 0
     }
 
-    /// Throws `InvalidArgs` naming the first part of `value` libdbus would abort on.
+    /// Throws `InvalidArgs` naming the first part of `value` libdbus would
+    /// abort on. One pass over the value; element types are compared without
+    /// building signatures.
     public static func check(_ value: TypedValue) throws(DBusFailure) {
-        _ = try checkedSignature(value)
-    }
-
-    private static func refuse(_ what: String) -> DBusFailure {
-        DBusFailure(name: "org.freedesktop.DBus.Error.InvalidArgs", message: "not a valid D-Bus value: \(what)")
-    }
-
-    /// The value's signature, each part checked once on the way up (one pass
-    /// over the value, so a large reply costs a walk, not a walk per level).
-    private static func checkedSignature(_ value: TypedValue) throws(DBusFailure) -> String {
         switch value {
         case .byte, .boolean, .int16, .uint16, .int32, .uint32, .int64, .uint64, .double, .unixFD, .bytes:
-            return value.signature
+            return
         case .string(let text):
             guard !text.utf8.contains(0) else { throw refuse("a string with a NUL byte") }
-            return "s"
         case .objectPath(let path):
             guard isValidObjectPath(path) else { throw refuse("object path '\(path.prefix(80))'") }
-            return "o"
         case .signature(let text):
             guard !text.utf8.contains(0), dbus_signature_validate(text, nil) != 0 else { throw refuse("signature '\(text.prefix(80))'") }
-            return "g"
         case .variant(let inner):
-            let content = try checkedSignature(inner)
-            guard isSingleCompleteType(content) else { throw refuse("variant of type '\(content.prefix(80))'") }
-            return "v"
+            // A value whose parts passed is one complete type by construction;
+            // D-Bus still caps a signature at 255 bytes.
+            try check(inner)
+            guard inner.signatureLength <= 255 else { throw refuse("a variant whose type is over 255 bytes") }
         case .structure(let fields):
             guard !fields.isEmpty else { throw refuse("an empty structure") }
-            var signature = "("
-            for field in fields { signature += try checkedSignature(field) }
-            return signature + ")"
+            for field in fields { try check(field) }
         case .array(let elementType, let elements):
             guard isSingleCompleteType(elementType) else { throw refuse("array of '\(elementType.prefix(80))'") }
             for element in elements {
-                let actual = try checkedSignature(element)
-                guard actual == elementType else { throw refuse("a \(actual.prefix(80)) in an array of \(elementType.prefix(80))") }
+                try check(element)
+                guard element.hasSignature(elementType) else { throw refuse("a \(element.signature.prefix(80)) in an array of \(elementType.prefix(80))") }
             }
-            return "a" + elementType
         case .dictionary(let keyType, let valueType, let entries):
             guard keyType.utf8.count == 1, let code = keyType.utf8.first, dbus_type_is_basic(Int32(code)) != 0,
                   isSingleCompleteType(valueType) else { throw refuse("dictionary of '\(keyType.prefix(20))' to '\(valueType.prefix(80))'") }
             for entry in entries {
-                let key = try checkedSignature(entry.key), content = try checkedSignature(entry.value)
-                guard key == keyType, content == valueType else {
-                    throw refuse("an entry \(key.prefix(20)) → \(content.prefix(80)) in a dictionary of \(keyType) → \(valueType.prefix(80))")
+                try check(entry.key)
+                try check(entry.value)
+                guard entry.key.hasSignature(keyType), entry.value.hasSignature(valueType) else {
+                    throw refuse("an entry \(entry.key.signature.prefix(20)) → \(entry.value.signature.prefix(80)) in a dictionary of \(keyType) → \(valueType.prefix(80))")
                 }
             }
-            return "a{" + keyType + valueType + "}"
         }
+    }
+
+    private static func refuse(_ what: String) -> DBusFailure {
+        DBusFailure(name: "org.freedesktop.DBus.Error.InvalidArgs", message: "not a valid D-Bus value: \(what)")
     }
 }

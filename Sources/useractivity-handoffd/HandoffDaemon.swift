@@ -170,7 +170,7 @@ final class HandoffDaemon {
         }
         activitySource = ActivitySource(bus: bus, log: log, scheduler: scheduler, lock: EitherLockMonitor(locks)) { [weak self] in self?.advertiseIfChanged() }
         try activitySource?.start()
-        notifier = Notifier(bus: bus, log: log)
+        notifier = Notifier(bus: bus, log: log, scheduler: scheduler)
         try notifier?.start()
         startDiscovery(systemBusAddress: systemAddress)
         if state.enabled {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import DBusKit
+import GLibSupport
 import Logging
 import TypedValues
 
@@ -20,8 +21,11 @@ final class Notifier {
     /// Device id → its "Continue" notification.
     private var offers: [String: UInt32] = [:]
 
-    init(bus: Connection, log: Logger) {
+    private let scheduler: Scheduler
+
+    init(bus: Connection, log: Logger, scheduler: Scheduler) {
         self.bus = bus
+        self.scheduler = scheduler
         self.log = log
     }
 
@@ -79,18 +83,65 @@ final class Notifier {
         }
     }
 
-    /// Shows or updates the offer to continue a device's activity.
+    /// An offer waiting to be shown: the latest state of a device wins.
+    private struct Offer {
+        let title: String
+        let deviceName: String
+        let action: () -> Void
+    }
+
+    /// At most one Notify per device in flight, and this long between two:
+    /// a device that advertises a thousand times a second updates its one
+    /// notification a few times a second, with its latest activity.
+    static let minimumIntervalMicroseconds: Int64 = 250_000
+    private var pending: [String: Offer] = [:]
+    private var inFlight: Set<String> = []
+    private var withdrawnInFlight: Set<String> = []
+    private var nextAllowed: [String: Int64] = [:]
+    private var timers: [String: ScheduledWork] = [:]
+
+    /// Shows or updates the offer to continue a device's activity (one
+    /// notification per device, replaced in place).
     func offerContinue(deviceID: String, title: String, deviceName: String, action: @escaping () -> Void) {
-        let previous = offers[deviceID] ?? 0
-        notify(replacing: previous, summary: "Continue “\(title)” from \(deviceName)", body: "",
+        pending[deviceID] = Offer(title: title, deviceName: deviceName, action: action)
+        withdrawnInFlight.remove(deviceID)
+        showPending(deviceID)
+    }
+
+    private func showPending(_ deviceID: String) {
+        guard let offer = pending[deviceID], !inFlight.contains(deviceID) else { return }
+        let now = scheduler.monotonic
+        if let allowed = nextAllowed[deviceID], now < allowed {
+            if timers[deviceID]?.isPending != true {
+                timers[deviceID] = scheduler.after(milliseconds: UInt32(clamping: (allowed - now + 999) / 1000)) { [weak self] in
+                    self?.timers[deviceID] = nil
+                    self?.showPending(deviceID)
+                }
+            }
+            return
+        }
+        pending[deviceID] = nil
+        inFlight.insert(deviceID)
+        nextAllowed[deviceID] = now + Self.minimumIntervalMicroseconds
+        notify(replacing: offers[deviceID] ?? 0, summary: "Continue “\(offer.title)” from \(offer.deviceName)", body: "",
                actionList: ["default", "Continue", "continue", "Continue"]) { [weak self] id in
-            guard let self, let id else { return }
+            guard let self else { return }
+            self.inFlight.remove(deviceID)
+            guard let id else { return self.showPending(deviceID) }
+            if self.withdrawnInFlight.remove(deviceID) != nil {
+                self.close(id)
+                return
+            }
             self.offers[deviceID] = id
-            self.actions[id] = { key in if key == "continue" || key == "default" { action() } }
+            self.actions[id] = { key in if key == "continue" || key == "default" { offer.action() } }
+            self.showPending(deviceID)
         }
     }
 
     func withdraw(_ deviceID: String) {
+        pending[deviceID] = nil
+        timers.removeValue(forKey: deviceID)?.cancel()
+        if inFlight.contains(deviceID) { withdrawnInFlight.insert(deviceID) }
         guard let id = offers.removeValue(forKey: deviceID) else { return }
         actions[id] = nil
         close(id)

@@ -164,4 +164,27 @@ struct HostilePairedPeerTests {
         #expect(outcome == UA.error("HandoffFailed"), "\(stacks.logs)")
         #expect(stacks.a.logEventually(contains: "another activity than the one it advertised"), "\(stacks.logs)")
     }
+
+    @Test func anAdvertFloodUpdatesOneNotificationAFewTimesASecond() throws {
+        let (stacks, onA) = try pairedThenTakeB()
+        let server = try stacks.a.spawnScript(notificationServerScript, "notifications.py", ["none"])
+        let adverts = (0..<200).map { index in
+            AdvertDecision.frame(for: LocalActivity(id: "\(index + 1)", activityType: UA.editType, appID: UA.editor, title: "t\(index)",
+                                                    webpageURL: "", timestamp: 1, eligibleForHandoff: true))
+        }
+        let peer = BackgroundCall { _ = try self.runPeer(stacks, sends: adverts) }
+        #expect(stacks.a.waitForDevice(onA, "CurrentActivity", { $0?.stringVariantEntries?.contains { $0.0 == "title" && $0.1 == .string("t199") } == true }),
+                "\(stacks.logs)")
+        var notifications: [String] = []
+        while let line = try server.readLine(timeout: 10) {
+            notifications.append(line)
+            if line.contains("“t199”") { break }
+        }
+        // The latest state is shown, in one notification updated in place, a few times a second at most.
+        #expect(notifications.last?.contains("“t199”") == true, "\(notifications)")
+        let ids = Set(notifications.compactMap { $0.split(separator: " ").dropFirst().first })
+        #expect(ids.count == 1, "\(notifications)")
+        #expect(notifications.count <= 40, "\(notifications.count) Notify calls for 200 adverts")
+        _ = peer
+    }
 }
