@@ -103,7 +103,7 @@ public enum FileSharingPolicy {
         var utf8 = Array(rest.utf8)[...]
         while let byte = utf8.popFirst() {
             if byte == UInt8(ascii: "%") {
-                guard utf8.count >= 2, let decoded = Hex.decode(String(decoding: utf8.prefix(2), as: UTF8.self)) else { return nil }
+                guard utf8.count >= 2, let decoded = Hex.decode(String(decoding: utf8.prefix(2), as: UTF8.self).lowercased()) else { return nil }
                 bytes += decoded
                 utf8 = utf8.dropFirst(2)
             } else {
