@@ -56,11 +56,15 @@ final class IncomingFile {
     var folder = ""
     var received: Int64 = 0
     var uncredited = 0
+    /// When the origin last answered or sent bytes (monotonic µs).
+    var lastProgress: Int64
     let hash = SHA256Stream()
     /// With the local URI to continue with, or why it failed.
     var completion: ((Result<String, HandoffError>) -> Void)?
-    init(request: UInt32, link: PeerLink, deviceName: String, localPath: String, completion: @escaping (Result<String, HandoffError>) -> Void) {
+    init(request: UInt32, link: PeerLink, deviceName: String, localPath: String, now: Int64,
+         completion: @escaping (Result<String, HandoffError>) -> Void) {
         self.request = request
+        lastProgress = now
         self.link = link
         self.deviceName = deviceName
         self.localPath = localPath
@@ -82,6 +86,11 @@ final class FileTransfers {
     var incoming: [UInt32: IncomingFile] = [:]
 
     static func key(_ link: PeerLink, _ request: UInt32) -> String { "\(link.serial)/\(request)" }
+    /// An origin that keeps the link up but sends nothing for this long fails the transfer
+    /// (hashing a large file on a slow disk comes first).
+    static let stallMicroseconds: Int64 = 60_000_000
+    /// Documents one link may be sending at once (each holds a descriptor and, first, a hashing thread).
+    static let maximumOutgoingPerLink = 4
 }
 
 /// The `user-info` key of an open-document activity's URI.
@@ -176,6 +185,11 @@ extension HandoffDaemon {
     private func receivedFileRequest(_ request: UInt32, activityID: String, uri: String, on link: PeerLink, device: DeviceObject) {
         let key = FileTransfers.key(link, request)
         guard transfers.outgoing[key] == nil else { return link.close(reason: "\(link.address) reused a file request number: disconnected") }
+        guard transfers.outgoing.values.filter({ $0.link === link }).count < FileTransfers.maximumOutgoingPerLink else {
+            link.sendBulk(FileTransferMessage.end(request: request, failure: StreamFailure(name: HandoffInterfaces.ErrorName.handoffFailed,
+                message: "\(FileTransfers.maximumOutgoingPerLink) documents are already being sent to \(device.name)")).frame)
+            return
+        }
         switch openGranted(activityID, uri: uri, for: device) {
         case .failure(let error):
             log.info("refused \(device.name) the document of \(activityID): \(error.message)")
@@ -261,7 +275,7 @@ extension HandoffDaemon {
     func bringDocument(path: String, activityID: String, uri: String, from device: DeviceObject, link: PeerLink,
                        completion: @escaping (Result<String, HandoffError>) -> Void) {
         let request = nextRequest()
-        transfers.incoming[request] = IncomingFile(request: request, link: link, deviceName: device.name, localPath: path, completion: completion)
+        transfers.incoming[request] = IncomingFile(request: request, link: link, deviceName: device.name, localPath: path, now: now, completion: completion)
         link.send(FileTransferMessage.request(request: request, activityID: activityID, uri: uri).frame)
     }
 
@@ -385,6 +399,14 @@ extension HandoffDaemon {
         finishIncoming(transfer, .failure(HandoffError("HandoffFailed", "cannot name the document in \(transfer.folder)")), tellOrigin: false)
     }
 
+    var fileTransferDeadlines: [Int64] { transfers.incoming.values.map { $0.lastProgress + FileTransfers.stallMicroseconds } }
+
+    func expireFileTransfers() {
+        for transfer in transfers.incoming.values where now >= transfer.lastProgress + FileTransfers.stallMicroseconds {
+            finishIncoming(transfer, .failure(HandoffError("HandoffFailed", "\(transfer.deviceName) stopped sending the document")), tellOrigin: true)
+        }
+    }
+
     // MARK: Both
 
     func receivedFile(_ frame: Frame, on link: PeerLink) {
@@ -410,9 +432,11 @@ extension HandoffDaemon {
             }
         case .header(let request, let size, let hash, let name):
             guard let transfer = transfers.incoming[request], transfer.link === link else { return }
+            transfer.lastProgress = now
             receivedFileHeader(transfer, size: size, sha256: hash, name: name)
         case .data(let request, let bytes):
             guard let transfer = transfers.incoming[request], transfer.link === link else { return }
+            transfer.lastProgress = now
             if !receivedFileData(transfer, bytes) { link.close(reason: "\(link.address) sent more of a document than announced or credited: disconnected") }
         }
     }

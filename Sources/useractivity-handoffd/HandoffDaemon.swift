@@ -188,6 +188,7 @@ final class HandoffDaemon {
         if let attempt = pairing.current { due.append(attempt.deadline) }
         due += links.compactMap(\.nextDue)
         for device in devices.values { due += device.fetchDeadlines.values }
+        due += fileTransferDeadlines
         if let off = discoverableWindow.nextDue(timeoutSeconds: state.discoverableTimeout) { due.append(off) }
         if state.enabled, service != nil {
             due += devices.values.filter(needsReconnect).map(\.reconnectAt)
@@ -882,6 +883,7 @@ final class HandoffDaemon {
     private func tick() {
         let now = self.now
         if let event = pairing.expire(now: now) { finishPairing(event) }
+        expireFileTransfers()
         for link in links { link.tick() }
         for device in devices.values {
             for (request, deadline) in device.fetchDeadlines where now >= deadline {
