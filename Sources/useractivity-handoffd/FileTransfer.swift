@@ -59,6 +59,9 @@ final class IncomingFile {
     /// When the origin last answered or sent bytes (monotonic µs).
     var lastProgress: Int64
     let hash = SHA256Stream()
+    /// The progress notification (shown once a transfer takes a second) and its next update.
+    var notificationID: UInt32?
+    var progressTimer: ScheduledWork?
     /// With the local URI to continue with, or why it failed.
     var completion: ((Result<String, HandoffError>) -> Void)?
     init(request: UInt32, link: PeerLink, deviceName: String, localPath: String, now: Int64,
@@ -73,6 +76,8 @@ final class IncomingFile {
 
     /// Removes what was written: no partial file stays.
     func discard() {
+        progressTimer?.cancel()
+        progressTimer = nil
         if fd >= 0 { close(fd); fd = -1 }
         if !temporaryPath.isEmpty { unlink(temporaryPath); temporaryPath = "" }
     }
@@ -290,6 +295,12 @@ extension HandoffDaemon {
 
     private func finishIncoming(_ transfer: IncomingFile, _ result: Result<String, HandoffError>, tellOrigin: Bool) {
         transfers.incoming[transfer.request] = nil
+        transfer.progressTimer?.cancel()
+        transfer.progressTimer = nil
+        if let id = transfer.notificationID {
+            notifier?.actions[id] = nil
+            notifier?.close(id)
+        }
         if case .failure(let error) = result {
             transfer.discard()
             if tellOrigin { transfer.link?.send(FileTransferMessage.end(request: transfer.request, failure: StreamFailure(name: error.name, message: error.message)).frame) }
@@ -345,6 +356,33 @@ extension HandoffDaemon {
         transfer.temporaryPath = String(cString: template)
         if transfer.size == 0 { return }
         transfer.link?.send(FileTransferMessage.credit(request: transfer.request, bytes: UInt32(FileTransferLimits.window)).frame)
+        transfer.progressTimer = scheduler.after(milliseconds: 1000) { [weak self, weak transfer] in
+            guard let self, let transfer else { return }
+            self.showProgress(transfer)
+        }
+    }
+
+    /// The notification of a transfer that takes longer than a second:
+    /// how much arrived, updated each second, and Cancel.
+    private func showProgress(_ transfer: IncomingFile) {
+        guard transfers.incoming[transfer.request] === transfer, let notifier, notifier.isAvailable else { return }
+        let percent = transfer.size > 0 ? Int(transfer.received * 100 / transfer.size) : 100
+        let megabytes = { (bytes: Int64) in String(Double(bytes / 104_858) / 10) }
+        notifier.notify(replacing: transfer.notificationID ?? 0, summary: "Receiving “\(transfer.name)” from \(transfer.deviceName)",
+                        body: "\(percent) % of \(megabytes(transfer.size)) MiB", actionList: ["cancel", "Cancel"]) { [weak self, weak transfer, weak notifier] id in
+            guard let self, let transfer, let notifier, let id else { return }
+            guard self.transfers.incoming[transfer.request] === transfer else { return notifier.close(id) }
+            transfer.notificationID = id
+            notifier.actions[id] = { [weak self, weak transfer] key in
+                guard key == "cancel", let self, let transfer, self.transfers.incoming[transfer.request] === transfer else { return }
+                self.log.info("the person cancelled the transfer of \(transfer.name) from \(transfer.deviceName)")
+                self.finishIncoming(transfer, .failure(HandoffError("HandoffFailed", "the transfer of \(transfer.name) was cancelled")), tellOrigin: true)
+            }
+        }
+        transfer.progressTimer = scheduler.after(milliseconds: 1000) { [weak self, weak transfer] in
+            guard let self, let transfer else { return }
+            self.showProgress(transfer)
+        }
     }
 
     private func receivedFileData(_ transfer: IncomingFile, _ bytes: [UInt8]) -> Bool {

@@ -301,4 +301,37 @@ struct FileTransferTests {
         #expect(afterUnpair.closed && !afterUnpair.frames.contains { $0.kind == .fileHeader || $0.kind == .fileData || $0.kind == .fetchReply },
                 "\(afterUnpair)")
     }
+
+    @Test("A transfer that takes over a second shows its progress in a notification whose Cancel ends it: HandoffFailed, nothing left, B keeps working")
+    func cancelledFromTheNotification() throws {
+        let setup = try setUp()
+        // B's notification server presses Cancel on whatever offers it.
+        let server = try setup.stacks.b.spawnScript(notificationServerScript, "notifications.py", ["cancel"])
+        let path = setup.homeA + "/slow.bin"
+        _ = try randomFile(path, bytes: 64 << 20)
+        try publish(setup, uri: fileURI(path), title: "slow.bin")
+        let call = try setup.stacks.b.callInBackground(setup.onB, HO.device, "ContinueActivity", [.stringVariantDictionary([])])
+        // A is held once bytes arrive: the transfer takes as long as the test needs.
+        let daemonA = try #require(setup.stacks.a.handoffd)
+        #expect(waitUntil(timeout: 60) { partialFiles(setup.downloads).contains { $0.size > 0 } }, "\(setup.stacks.logs)")
+        daemonA.signal(SIGSTOP)
+        defer { daemonA.signal(SIGCONT) }
+        var progress: String?
+        while let line = try server.readLine(timeout: 30) {
+            if line.contains("Receiving “slow.bin” from Stack A") { progress = line; break }
+        }
+        #expect(progress?.contains("cancel Cancel") == true, "\(progress ?? "no progress notification") \(setup.stacks.logs)")
+        #expect(waitUntil(timeout: 30) { call.value != nil })
+        #expect(call.value == UA.error("HandoffFailed"), "\(call.value ?? "-") \(setup.stacks.logs)")
+        #expect(filesUnder(setup.downloads).isEmpty, "\(filesUnder(setup.downloads))")
+        #expect(setup.stacks.b.logEventually(contains: "the person cancelled the transfer of slow.bin"), "\(setup.stacks.logs)")
+        daemonA.signal(SIGCONT)
+        // The link stays: A's next document still comes.
+        let next = setup.homeA + "/next.txt"
+        let bytes = try randomFile(next, bytes: 4096)
+        try publish(setup, uri: fileURI(next), title: "next.txt")
+        let outcome = continueOnB(setup)
+        #expect(outcome.error == nil, "\(outcome) \(setup.stacks.logs)")
+        #expect(FileManager.default.contents(atPath: setup.downloads + "/next.txt") == bytes)
+    }
 }
