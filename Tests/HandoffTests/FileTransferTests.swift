@@ -158,7 +158,7 @@ struct FileTransferTests {
     func fileChangedDuringTransfer() throws {
         let setup = try setUp()
         let path = setup.homeA + "/changing.bin"
-        _ = try randomFile(path, bytes: 100 << 20)
+        _ = try randomFile(path, bytes: 16 << 20)
         try publish(setup, uri: fileURI(path), title: "changing.bin")
         let daemonB = try #require(setup.stacks.b.handoffd)
         let call = try setup.stacks.b.callInBackground(setup.onB, HO.device, "ContinueActivity", [.stringVariantDictionary([])])
@@ -187,13 +187,16 @@ struct FileTransferTests {
     func originKilledMidTransfer() throws {
         let setup = try setUp()
         let path = setup.homeA + "/large.bin"
-        _ = try randomFile(path, bytes: 200 << 20)
+        _ = try randomFile(path, bytes: 16 << 20)
         try publish(setup, uri: fileURI(path), title: "large.bin")
         let call = try setup.stacks.b.callInBackground(setup.onB, HO.device, "ContinueActivity", [.stringVariantDictionary([])])
-        // Once the temporary file holds some bytes, A goes away.
+        // Once the temporary file holds some bytes, B is held (A can send no more than B's credit) and A goes away.
         let started = waitUntil(timeout: 60) { partialFiles(setup.downloads).contains { $0.size > 0 } }
         #expect(started, "\(setup.stacks.logs)")
+        let daemonB = try #require(setup.stacks.b.handoffd)
+        daemonB.signal(SIGSTOP)
         setup.stacks.a.killHandoffd()
+        daemonB.signal(SIGCONT)
         #expect(waitUntil(timeout: 60) { call.value != nil })
         #expect(call.value == UA.error("ConnectionUnavailable"), "\(call.value ?? "-") \(setup.stacks.logs)")
         #expect(filesUnder(setup.downloads).isEmpty, "\(filesUnder(setup.downloads))")
@@ -308,7 +311,7 @@ struct FileTransferTests {
         // B's notification server presses Cancel on whatever offers it.
         let server = try setup.stacks.b.spawnScript(notificationServerScript, "notifications.py", ["cancel"])
         let path = setup.homeA + "/slow.bin"
-        _ = try randomFile(path, bytes: 64 << 20)
+        _ = try randomFile(path, bytes: 16 << 20)
         try publish(setup, uri: fileURI(path), title: "slow.bin")
         let call = try setup.stacks.b.callInBackground(setup.onB, HO.device, "ContinueActivity", [.stringVariantDictionary([])])
         // A is held once bytes arrive: the transfer takes as long as the test needs.
