@@ -206,11 +206,14 @@ struct FileTransferTests {
 
     /// A paired device asking for documents itself: with B's key (B's daemon
     /// stopped), it fetches activity `id` and, once answered, sends the file
-    /// requests it is given (hex, comma-separated). Lines: `HELLO`,
+    /// requests it is given (hex, comma-separated), after the file named by
+    /// its last argument exists when there is one. Lines: `HELLO`,
     /// `FRAME <kind> <hex of the frame>` for each frame received, `CLOSED`.
     static let askingPeerScript = #"""
     import socket, ssl, struct, sys
+    import os, time
     port, cert, key, hello, fetch, requests = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
+    flag = sys.argv[7] if len(sys.argv) > 7 else None
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
@@ -236,6 +239,8 @@ struct FileTransferTests {
             frame = read_frame()
             print("FRAME %d %s" % (frame[0], frame.hex()), flush=True)
             if frame[0] == 6:
+                while flag and not os.path.exists(flag):
+                    time.sleep(0.02)
                 for part in requests.split(","):
                     tls.sendall(bytes.fromhex(part))
     except (ConnectionResetError, ssl.SSLError, OSError):
@@ -246,21 +251,24 @@ struct FileTransferTests {
     func hex(_ frame: Frame) -> String { FrameCodec.encode(frame).map { String(format: "%02x", $0) }.joined() }
 
     /// Runs the asking peer against A until it has `ends` file-end frames or is closed; the frames it received.
-    func ask(_ stacks: TwoStacks, activityID: String, requests: [FileTransferMessage], ends: Int) throws -> (frames: [Frame], closed: Bool) {
+    func ask(_ stacks: TwoStacks, activityID: String, requests: [FileTransferMessage], ends: Int, header: Bool = true, waitingFor flag: String? = nil,
+             onFetchReply: () throws -> Void = {}) throws -> (frames: [Frame], closed: Bool) {
         let script = stacks.b.session.root + "/asking-peer.py"
         try writeFileAtomically(script, contents: Self.askingPeerScript, mode: 0o755)
         let state = stacks.b.session.stateHome + "/useractivity/handoff/"
         let hello = Frame(.hello, ["name": .string("Stack B"), "version": .uint32(1), "port": .uint32(0)])
         let fetch = Frame(.fetch, ["request": .uint32(1000), "id": .string(activityID), "timeout-ms": .uint32(10_000)])
         let process = try stacks.b.bus.spawn("/usr/bin/python3", [script, "\(stacks.a.port)", state + "certificate.pem", state + "key.pem",
-                                                                 hex(hello), hex(fetch), requests.map { hex($0.frame) }.joined(separator: ",")])
+                                                                 hex(hello), hex(fetch), requests.map { hex($0.frame) }.joined(separator: ",")] + (flag.map { [$0] } ?? []))
         defer { process.terminate(grace: 0.5) }
         var frames: [Frame] = []
         while let line = try process.readLine(timeout: 30) {
             if line == "CLOSED" { return (frames, true) }
             guard line.hasPrefix("FRAME "), let bytes = line.split(separator: " ").last.flatMap({ Hex.decode(String($0)) }) else { continue }
-            frames.append(try FrameCodec.decode(bytes[...]))
-            if frames.filter({ $0.kind == .fileEnd }).count >= ends && frames.contains(where: { $0.kind == .fileHeader }) { break }
+            let frame = try FrameCodec.decode(bytes[...])
+            frames.append(frame)
+            if frame.kind == .fetchReply { try onFetchReply() }
+            if frames.filter({ $0.kind == .fileEnd }).count >= ends && (!header || frames.contains(where: { $0.kind == .fileHeader })) { break }
         }
         return (frames, false)
     }
@@ -336,5 +344,35 @@ struct FileTransferTests {
         let outcome = continueOnB(setup)
         #expect(outcome.error == nil, "\(outcome) \(setup.stacks.logs)")
         #expect(FileManager.default.contents(atPath: setup.downloads + "/next.txt") == bytes)
+    }
+
+    @Test("A file changed on A after the fetch, before it is asked for, gets nothing: HandoffFailed")
+    func fileChangedAfterTheFetch() throws {
+        let setup = try setUp()
+        let stacks = setup.stacks
+        let path = setup.homeA + "/Edited.txt"
+        _ = try randomFile(path, bytes: 1000)
+        let activity = try stacks.a.becomeCurrent(app: UA.editor, type: Self.openDocument, [
+            ("title", .string("Edited.txt")), ("user-info", .stringVariantDictionary([("uri", .string(fileURI(path)))])),
+        ])
+        let id = String(activity.split(separator: "/").last ?? "")
+        let onA = stacks.a.devicePath(of: stacks.b)
+        stacks.b.killHandoffd()
+        #expect(stacks.a.waitForDevice(onA, "Reachable", { $0 == .boolean(false) }), "\(stacks.logs)")
+        let flag = stacks.b.session.root + "/changed"
+        // The peer has the fetched activity; the file is rewritten (same size, new time) before it asks.
+        let answer = try ask(stacks, activityID: id, requests: [.request(request: 1, activityID: id, uri: fileURI(path))], ends: 1,
+                             header: false, waitingFor: flag, onFetchReply: {
+            var times = [timespec(tv_sec: 1_000_000_000, tv_nsec: 0), timespec(tv_sec: 1_000_000_000, tv_nsec: 0)]
+            #expect(utimensat(AT_FDCWD, path, &times, 0) == 0)
+            try writeFileAtomically(flag, contents: "")
+        })
+        let ends = answer.frames.compactMap { FileTransferMessage.parse($0) }.compactMap { message -> StreamFailure?? in
+            if case .end(1, let failure) = message { return .some(failure) }
+            return nil
+        }
+        #expect(ends.first??.name == UA.error("HandoffFailed"), "\(answer) \(stacks.logs)")
+        #expect(!answer.frames.contains { $0.kind == .fileHeader || $0.kind == .fileData }, "\(answer)")
+        #expect(stacks.a.logEventually(contains: "changed since"), "\(stacks.logs)")
     }
 }
