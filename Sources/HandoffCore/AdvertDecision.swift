@@ -91,9 +91,10 @@ public enum AdvertDecision {
         return bounded
     }
 
-    /// Why an activity from another device is not continued here, or nil:
-    /// only `http(s)` web pages are opened from another device, and an
-    /// open-document is not continued (its URI names the other machine's file).
+    /// Why an activity from another device is not continued here as it
+    /// came, or nil: only `http(s)` web pages are opened from another device,
+    /// and an open-document is not (its URI names the other machine's file:
+    /// handoffd brings that file first and continues with the copy).
     public static func refusalFromAnotherDevice(activityType: String, webpageURL: String) -> String? {
         if activityType == openDocumentType { return "a document on another device is not opened here" }
         guard !webpageURL.isEmpty else { return nil }

@@ -6,8 +6,8 @@ import TypedValues
 /// On the wire a frame is a 4-byte big-endian length, then that many bytes:
 /// one kind byte and the body, an `a{sv}` written with ``TypedValueCodec``
 /// (self-describing, lossless for every D-Bus type, bounds-checked when read).
-/// A ``FrameKind/streamData`` frame puts the body's length (4 bytes,
-/// big-endian) before the body and raw bytes after it.
+/// A ``FrameKind/streamData`` or ``FrameKind/fileData`` frame puts the
+/// body's length (4 bytes, big-endian) before the body and raw bytes after it.
 public enum FrameKind: UInt8, Sendable, CaseIterable {
     /// First frame each side sends after the TLS handshake: `name` (s), `version` (u).
     case hello = 1
@@ -48,6 +48,19 @@ public enum FrameKind: UInt8, Sendable, CaseIterable {
     /// The fetched activity `id` (s) could not be continued on the sender:
     /// `name` (s, an error name) and `message` (s). The origin does not mark it Continued.
     case continueFailed = 16
+    /// Asks for the document of the fetched activity `id` (s): `request` (u),
+    /// `uri` (s). See ``FileTransferMessage``.
+    case fileRequest = 17
+    /// The document can come: `request`, `size` (t), `sha256` (s), `name` (s);
+    /// its bytes follow only as the asker credits them.
+    case fileHeader = 18
+    /// Bytes of the document: `request`, then the bytes in ``Frame/data``.
+    case fileData = 19
+    /// The asker may take `bytes` (u) more: the origin may send that many more.
+    case fileCredit = 20
+    /// The transfer `request` is over: complete, or failed or cancelled (by
+    /// either side) with `name` and `message` (s).
+    case fileEnd = 21
 
     /// Frames an unpaired peer may send; anything else disconnects it.
     public var isPairing: Bool {
@@ -56,6 +69,9 @@ public enum FrameKind: UInt8, Sendable, CaseIterable {
         default: return false
         }
     }
+
+    /// Kinds that carry raw bytes after their body.
+    public var carriesData: Bool { self == .streamData || self == .fileData }
 }
 
 public struct Frame: Sendable, Equatable {
@@ -68,7 +84,7 @@ public struct Frame: Sendable, Equatable {
     public init(_ kind: FrameKind, _ body: [String: TypedValue] = [:], data: [UInt8] = []) {
         self.kind = kind
         self.body = body
-        self.data = kind == .streamData ? data : []
+        self.data = kind.carriesData ? data : []
     }
 
     public func string(_ key: String) -> String? { body[key]?.stringValue }
@@ -129,7 +145,7 @@ public enum FrameCodec {
         // A body cannot nest deeper than what D-Bus gave us, so this does not throw in practice.
         let body = (try? TypedValueCodec.encode(.dictionary(keyType: "s", valueType: "v", entries))) ?? [1, UInt8(ascii: "{"), UInt8(ascii: "s"), 1, UInt8(ascii: "v"), 1, 0]
         // Stream data: kind, the body's length (4 bytes), the body, the raw bytes.
-        let isData = frame.kind == .streamData
+        let isData = frame.kind.carriesData
         let length = UInt32(body.count + 1 + (isData ? 4 + frame.data.count : 0))
         var out: [UInt8] = []
         out.reserveCapacity(Int(length) + 4)
@@ -154,7 +170,7 @@ public enum FrameCodec {
         guard let kind = FrameKind(rawValue: first) else { throw .unknownKind(first) }
         var encodedBody = bytes.dropFirst()
         var data: [UInt8] = []
-        if kind == .streamData {
+        if kind.carriesData {
             guard encodedBody.count >= 4 else { throw .badDataLayout }
             let start = encodedBody.startIndex
             let bodyLength = Int(encodedBody[start]) << 24 | Int(encodedBody[start + 1]) << 16

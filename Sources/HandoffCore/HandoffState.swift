@@ -40,6 +40,8 @@ public struct HandoffState: Sendable, Equatable {
     public var deviceID = ""
     public var discoverableTimeout: UInt32 = 120
     public var notifyContinuable = true
+    /// The largest document sent to or taken from a paired device, in bytes.
+    public var maximumFileSize: UInt64 = FileTransferLimits.defaultMaximumSize
     /// `host:port` added with AddPeer whose key is not known yet.
     public var pendingPeers: [String] = []
     public var devices: [String: KnownDevice] = [:]
@@ -50,6 +52,7 @@ public struct HandoffState: Sendable, Equatable {
         var out = "# useractivity-handoffd state: settings and pinned device keys\n[Handoff]\n"
         out += "Enabled=\(enabled)\nDeviceName=\(Self.escape(deviceName))\nDeviceId=\(deviceID)\n"
         out += "DiscoverableTimeout=\(discoverableTimeout)\nNotifyContinuable=\(notifyContinuable)\n"
+        out += "MaximumFileSize=\(maximumFileSize)\n"
         for peer in pendingPeers.sorted() { out += "\n[Peer \(Self.escape(peer))]\n" }
         for device in devices.values.sorted(by: { $0.id < $1.id }) {
             out += "\n[Device \(device.id)]\nName=\(Self.escape(device.name))\nAddress=\(Self.escape(device.address))\nPaired=\(device.paired)\n"
@@ -99,6 +102,7 @@ public struct HandoffState: Sendable, Equatable {
                 case "DeviceId": state.deviceID = Hex.isDeviceID(value) ? value : ""
                 case "DiscoverableTimeout": state.discoverableTimeout = UInt32(value) ?? 120
                 case "NotifyContinuable": state.notifyContinuable = value != "false"
+                case "MaximumFileSize": state.maximumFileSize = UInt64(value) ?? FileTransferLimits.defaultMaximumSize
                 default: warnings.append("line \(number + 1): unknown key \(key)")
                 }
             } else if device != nil {

@@ -20,6 +20,7 @@ public enum HandoffInterfaces {
         public static let notPaired = errorPrefix + "NotPaired"
         public static let pairingRefused = errorPrefix + "PairingRefused"
         public static let noAgent = errorPrefix + "NoAgent"
+        public static let fileTooLarge = errorPrefix + "FileTooLarge"
     }
 
     private typealias A = InterfaceDescription.Argument
@@ -42,6 +43,7 @@ public enum HandoffInterfaces {
             P(name: "Discoverable", signature: "b", isWritable: true, doc: "While true the device accepts pairing requests (and announces its name); turns itself off after DiscoverableTimeout."),
             P(name: "DiscoverableTimeout", signature: "u", isWritable: true, doc: "Seconds, default 120, 0 = until turned off."),
             P(name: "NotifyContinuable", signature: "b", isWritable: true, doc: "Addition to the contract: show a notification “Continue “Title” from DeviceName” when a paired device's activity can be continued here; default true; persisted."),
+            P(name: "MaximumFileSize", signature: "t", isWritable: true, doc: "Addition to the contract: the largest document, in bytes, sent to or taken from a paired device when an open-document activity is continued (larger: FileTooLarge); default 1073741824 (1 GiB), 0 = no documents; persisted."),
             P(name: "ListenPort", signature: "q", isWritable: false, doc: "Addition to the contract: the TCP port the daemon listens on while Enabled, 0 otherwise (what AddPeer on another device needs)."),
             P(name: "IdentityError", signature: "s", isWritable: false, doc: "Addition to the contract: why this device's key cannot be used (damaged or missing), empty when it can; ResetIdentity clears it."),
         ])
@@ -110,7 +112,7 @@ public enum HandoffInterfaces {
             case .continueActivity:
                 M(name: "ContinueActivity", inputs: [A("options", "a{sv}", "as for every Continue method: target-app-id, timeout-ms, activation-token, desktop-startup-id")],
                   outputs: [A("app_id", "s", "the app that took it")],
-                  doc: "Fetches the device's current activity in full and continues it here through useractivityd's ContinueActivity; the origin's live activity then emits Continued. Errors: NotPaired, ConnectionUnavailable (not reachable, or gone during the call), HandoffFailed (the activity ended or is no longer current, or its owner failed to save it or did not within timeout-ms), UserInfoTooLarge, NoHandler and the other errors of ContinueActivity.")
+                  doc: "Fetches the device's current activity in full and continues it here through useractivityd's ContinueActivity; the origin's live activity then emits Continued. Errors: NotPaired, ConnectionUnavailable (not reachable, or gone during the call), HandoffFailed (the activity ended or is no longer current, or its owner failed to save it or did not within timeout-ms), UserInfoTooLarge, FileTooLarge (an open-document's file is over MaximumFileSize here or there), NoHandler and the other errors of ContinueActivity. An open-document activity whose file:// document is not here is brought first: its file goes to the downloads folder (XDG_DOWNLOAD_DIR/<device name>), checked against the SHA-256 the origin sends, and is opened from there; the same bytes already at the same path are opened in place.")
             }
         }
 
@@ -151,6 +153,7 @@ public enum HandoffInterfaces {
         ("NotPaired", "the device is not paired"),
         ("PairingRefused", "a person, or the other device, refused the pairing"),
         ("NoAgent", "no agent and no notification server to confirm a pairing"),
+        ("FileTooLarge", "the document of an open-document activity is larger than MaximumFileSize on the device that has it or on this one"),
         ("AccessDenied", "a confined (Flatpak, Snap) caller"),
         ("InvalidArgument", "a malformed address or value"),
     ]

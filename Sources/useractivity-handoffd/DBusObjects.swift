@@ -141,6 +141,7 @@ extension HandoffDaemon {
         return [("Enabled", .boolean(state.enabled)), ("DeviceName", .string(state.deviceName)),
                 ("DeviceId", .string(identity?.deviceID ?? state.deviceID)), ("Discoverable", .boolean(discoverable)),
                 ("DiscoverableTimeout", .uint32(state.discoverableTimeout)), ("NotifyContinuable", .boolean(state.notifyContinuable)),
+                ("MaximumFileSize", .uint64(state.maximumFileSize)),
                 ("ListenPort", .uint16(boundPort)), ("IdentityError", .string(identityError))]
     }
 
@@ -184,6 +185,10 @@ extension HandoffDaemon {
             save()
             if !on { for device in devices.values { notifier?.withdraw(device.id) } }
             emitManagerChanged(["NotifyContinuable"])
+        case ("MaximumFileSize", .uint64(let bytes)):
+            state.maximumFileSize = bytes
+            save()
+            emitManagerChanged(["MaximumFileSize"])
         case ("DeviceId", _), ("ListenPort", _), ("IdentityError", _):
             throw HandoffError("org.freedesktop.DBus.Error.PropertyReadOnly", "\(name) is read-only")
         default:

@@ -92,6 +92,8 @@ final class HandoffDaemon {
     let environment: [String: String]
     /// Continuation streams relayed to and from paired devices.
     lazy var streams = StreamRelay(loop: loop, log: log)
+    /// Documents of open-document activities sent to and brought from paired devices.
+    var transfers = FileTransfers()
 
     init(bus: Connection, loop: MainLoop, log: Logger, directory: StateDirectory, listen: String,
          environment: [String: String], scheduler: Scheduler? = nil) throws {
@@ -186,6 +188,7 @@ final class HandoffDaemon {
         if let attempt = pairing.current { due.append(attempt.deadline) }
         due += links.compactMap(\.nextDue)
         for device in devices.values { due += device.fetchDeadlines.values }
+        due += fileTransferDeadlines
         if let off = discoverableWindow.nextDue(timeoutSeconds: state.discoverableTimeout) { due.append(off) }
         if state.enabled, service != nil {
             due += devices.values.filter(needsReconnect).map(\.reconnectAt)
@@ -347,6 +350,7 @@ final class HandoffDaemon {
         link.onFrame = { [weak self] link, frame in self?.received(frame, on: link); self?.rescheduleTick() }
         link.onClosed = { [weak self] link, reason in self?.closed(link, reason: reason); self?.rescheduleTick() }
         link.onDataDrained = { [weak self] link in self?.streams.resume(link) }
+        link.onBulkDrained = { [weak self] link in self?.pumpFiles(on: link) }
         links.append(link)
         rescheduleTick() // its handshake deadline
         return link
@@ -391,6 +395,7 @@ final class HandoffDaemon {
             reply(call, error: HandoffError("ConnectionUnavailable", "cannot reach \(link.address): \(reason)"))
         }
         streams.linkClosed(link, deviceName: devices[link.peerDeviceID]?.name ?? link.address, reason: reason)
+        fileLinkClosed(link, reason: reason)
         guard let device = devices[link.peerDeviceID], device.link === link else { return }
         device.link = nil
         for (_, completion) in device.fetches { completion(.failure(HandoffError("ConnectionUnavailable", "\(device.name) went away: \(reason)"))) }
@@ -430,6 +435,7 @@ final class HandoffDaemon {
         case .unpair: receivedUnpair(on: link)
         case .fetch, .fetchReply, .continued, .error, .continueFailed: receivedContinuation(frame, on: link)
         case .streamOpen, .streamData, .streamCredit, .streamClose: receivedStream(frame, on: link)
+        case .fileRequest, .fileHeader, .fileData, .fileCredit, .fileEnd: receivedFile(frame, on: link)
         }
     }
 
@@ -703,8 +709,10 @@ final class HandoffDaemon {
             device.currentActivity = [:]
             return false
         }
-        let continuable = AdvertDecision.refusalFromAnotherDevice(activityType: activity.activityType, webpageURL: activity.webpageURL) == nil
-            && (!activity.webpageURL.isEmpty || isContinuableHere(activity))
+        // An open-document's file is brought here and opened by the app for its type.
+        let continuable = activity.activityType == AdvertDecision.openDocumentType
+            || (AdvertDecision.refusalFromAnotherDevice(activityType: activity.activityType, webpageURL: activity.webpageURL) == nil
+                && (!activity.webpageURL.isEmpty || isContinuableHere(activity)))
         device.currentActivity = [
             "activity-type": .string(activity.activityType), "app-id": .string(activity.appID),
             "title": .string(activity.title), "webpage-url": .string(activity.webpageURL),
@@ -737,7 +745,8 @@ final class HandoffDaemon {
         guard let remote = device.remoteActivity else {
             return completion(.failure(HandoffError("HandoffFailed", "\(device.name) has no current activity")))
         }
-        if let refusal = AdvertDecision.refusalFromAnotherDevice(activityType: remote.activityType, webpageURL: remote.webpageURL) {
+        if remote.activityType != AdvertDecision.openDocumentType,
+           let refusal = AdvertDecision.refusalFromAnotherDevice(activityType: remote.activityType, webpageURL: remote.webpageURL) {
             return completion(.failure(HandoffError("HandoffFailed", refusal)))
         }
         let request = nextRequest()
@@ -756,23 +765,44 @@ final class HandoffDaemon {
                     completion(.failure(HandoffError("HandoffFailed", "\(device.name) sent another activity than the one it showed")))
                     return self.protocolError(link, "another activity than the one it advertised")
                 }
+                func continueHere(_ properties: TypedValue) {
+                    let relay = self.streamRelayPath(for: properties, from: device, activityID: remote.id)
+                    let options = options + (relay.map { [("stream-relay", TypedValue.objectPath($0))] } ?? [])
+                    self.activitySource?.continueLocally(type: type, properties: properties, options: options,
+                                                        timeoutMilliseconds: Int32(min(Int(timeout == 0 ? 10_000 : timeout) * 2 + 1000, 1_300_000))) { result in
+                        switch result {
+                        case .success(let appID):
+                            link.send(Frame(.continued, ["id": .string(remote.id), "app-id": .string(appID)]))
+                            completion(.success(appID))
+                        case .failure(let error):
+                            if let relay { self.streams.unregister(relay) }
+                            link.send(Frame(.continueFailed, ["id": .string(remote.id), "name": .string(error.name), "message": .string(error.message)]))
+                            completion(.failure(HandoffError(error.name, error.message)))
+                        }
+                    }
+                }
+                // A document is opened here only from a copy brought from the origin (or the same bytes already here).
+                if type == AdvertDecision.openDocumentType {
+                    let uri = Self.documentURI(in: properties) ?? ""
+                    switch self.documentPath(in: properties) {
+                    case .failure(let error): return completion(.failure(error))
+                    case .success(let path):
+                        self.bringDocument(path: path, activityID: remote.id, uri: uri, from: device, link: link) { brought in
+                            switch brought {
+                            case .failure(let error):
+                                link.send(Frame(.continueFailed, ["id": .string(remote.id), "name": .string(error.name), "message": .string(error.message)]))
+                                completion(.failure(error))
+                            case .success(let local):
+                                continueHere(Self.replacingDocumentURI(in: properties, with: local))
+                            }
+                        }
+                        return
+                    }
+                }
                 if let refusal = AdvertDecision.refusalFromAnotherDevice(activityType: type, webpageURL: fields["webpage-url"]?.stringValue ?? "") {
                     return completion(.failure(HandoffError("HandoffFailed", refusal)))
                 }
-                let relay = self.streamRelayPath(for: properties, from: device, activityID: remote.id)
-                let options = options + (relay.map { [("stream-relay", TypedValue.objectPath($0))] } ?? [])
-                self.activitySource?.continueLocally(type: type, properties: properties, options: options,
-                                                    timeoutMilliseconds: Int32(min(Int(timeout == 0 ? 10_000 : timeout) * 2 + 1000, 1_300_000))) { result in
-                    switch result {
-                    case .success(let appID):
-                        link.send(Frame(.continued, ["id": .string(remote.id), "app-id": .string(appID)]))
-                        completion(.success(appID))
-                    case .failure(let error):
-                        if let relay { self.streams.unregister(relay) }
-                        link.send(Frame(.continueFailed, ["id": .string(remote.id), "name": .string(error.name), "message": .string(error.message)]))
-                        completion(.failure(HandoffError(error.name, error.message)))
-                    }
-                }
+                continueHere(properties)
             }
         }
         // The origin's owner may take timeout-ms to save; then the reply has to travel.
@@ -803,6 +833,7 @@ final class HandoffDaemon {
                 switch result {
                 case .success(let (type, properties)):
                     self.streams.grant(device: device.id, activityID: id, now: self.now)
+                    self.grantDocument(of: properties, type: type, activityID: id, to: device)
                     device.recordFetch(id)
                     if !link.send(Frame(.fetchReply, ["request": .uint32(request), "activity-type": .string(type), "properties": properties])) {
                         link.send(Frame(.error, ["request": .uint32(request), "name": .string(HandoffInterfaces.errorPrefix + "UserInfoTooLarge"),
@@ -852,6 +883,7 @@ final class HandoffDaemon {
     private func tick() {
         let now = self.now
         if let event = pairing.expire(now: now) { finishPairing(event) }
+        expireFileTransfers()
         for link in links { link.tick() }
         for device in devices.values {
             for (request, deadline) in device.fetchDeadlines where now >= deadline {

@@ -17,7 +17,7 @@ final class Notifier {
     private var serverOwner = ""
     var isAvailable: Bool { !serverOwner.isEmpty }
     /// Notification id → what its actions do.
-    private var actions: [UInt32: (String) -> Void] = [:]
+    var actions: [UInt32: (String) -> Void] = [:]
     /// Device id → its "Continue" notification.
     private var offers: [String: UInt32] = [:]
 
@@ -57,7 +57,7 @@ final class Notifier {
         return false
     }
 
-    private func notify(replacing: UInt32, summary: String, body: String, actionList: [String],
+    func notify(replacing: UInt32, summary: String, body: String, actionList: [String],
                         completion: @escaping (UInt32?) -> Void) {
         let message = try? Message.methodCall(destination: Self.name, path: Self.path, interface: Self.name, member: "Notify", arguments: [
             .string("Handoff"), .uint32(replacing), .string("computer"), .string(summary), .string(body),
@@ -147,7 +147,7 @@ final class Notifier {
         close(id)
     }
 
-    private func close(_ id: UInt32) {
+    func close(_ id: UInt32) {
         if let message = try? Message.methodCall(destination: Self.name, path: Self.path, interface: Self.name,
                                                  member: "CloseNotification", arguments: [.uint32(id)]) {
             message.expectsReply = false

@@ -51,8 +51,15 @@ final class PeerLink {
     /// Stream data waits apart: adverts, fetches and keepalives overtake it.
     private var outgoingData: [[UInt8]] = []
     var queuedDataFrames: Int { outgoingData.count }
+    /// Document transfers wait behind continuation streams too: a file of a
+    /// gigabyte must not hold up what a person is watching.
+    private var outgoingBulk: [[UInt8]] = []
+    var queuedBulkFrames: Int { outgoingBulk.count }
+    /// A document frame was written and few wait: transfers may read their files again.
+    var onBulkDrained: ((PeerLink) -> Void)?
     /// The frame being written and how much of it the socket took.
-    private var partlyWritten: (bytes: [UInt8], written: Int, isData: Bool)?
+    private var partlyWritten: (bytes: [UInt8], written: Int, queue: Queue)?
+    private enum Queue { case control, data, bulk }
     /// Inside the write loop: a frame queued from a callback it runs waits for the loop.
     private var isWriting = false
     /// Frames queued before the handshake finished wait for it: a non-blocking
@@ -218,6 +225,16 @@ final class PeerLink {
         return true
     }
 
+    /// Queues a document-transfer frame behind every other frame.
+    @discardableResult
+    func sendBulk(_ frame: Frame) -> Bool {
+        guard !isClosed, isPaired, let bytes = FrameCodec.encode(frame, limit: FrameCodec.pairedLimit) else { return false }
+        outgoingBulk.append(bytes)
+        liveness.sent(now: scheduler.monotonic)
+        writeNext()
+        return true
+    }
+
     /// Sends what is queued, then closes.
     func close(afterSending reason: String) {
         closeWhenWritten = reason
@@ -249,15 +266,17 @@ final class PeerLink {
         while !isClosed, isHandshakeDone, let tls {
             if partlyWritten == nil {
                 if !outgoing.isEmpty {
-                    partlyWritten = (outgoing.removeFirst(), 0, false)
+                    partlyWritten = (outgoing.removeFirst(), 0, .control)
                 } else if !outgoingData.isEmpty {
-                    partlyWritten = (outgoingData.removeFirst(), 0, true)
+                    partlyWritten = (outgoingData.removeFirst(), 0, .data)
+                } else if !outgoingBulk.isEmpty {
+                    partlyWritten = (outgoingBulk.removeFirst(), 0, .bulk)
                 } else {
                     break
                 }
             }
             guard let pending = partlyWritten else { break }
-            let (bytes, written, isData) = (pending.bytes, pending.written, pending.isData)
+            let (bytes, written, queue) = (pending.bytes, pending.written, pending.queue)
             let output = OpaquePointer(g_io_stream_get_output_stream(tls.as(GIOStream.self)))
             let count: Int
             do {
@@ -278,9 +297,10 @@ final class PeerLink {
                 continue
             }
             partlyWritten = nil
-            if isData && outgoingData.count < StreamLimits.queuedDataFrames { onDataDrained?(self) }
+            if queue == .data && outgoingData.count < StreamLimits.queuedDataFrames { onDataDrained?(self) }
+            if queue == .bulk && outgoingBulk.count < StreamLimits.queuedDataFrames { onBulkDrained?(self) }
         }
-        if !isClosed, partlyWritten == nil, outgoing.isEmpty, outgoingData.isEmpty, let reason = closeWhenWritten {
+        if !isClosed, partlyWritten == nil, outgoing.isEmpty, outgoingData.isEmpty, outgoingBulk.isEmpty, let reason = closeWhenWritten {
             close(reason: reason)
         }
         return false
@@ -386,6 +406,7 @@ final class PeerLink {
         onClosed?(self, reason)
         onClosed = nil
         onDataDrained = nil
+        onBulkDrained = nil
         onFrame = nil
         onEstablished = nil
     }

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import SchedulerTestSupport
 import DBusKit
 import Foundation
 import GLibSupport
