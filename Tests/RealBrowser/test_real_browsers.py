@@ -101,6 +101,19 @@ class Site:
         self.server.server_close()
 
 
+# A listener on the private bus: Subscribe, then stay connected.
+SUBSCRIBER = """
+import sys
+from gi.repository import Gio, GLib
+flags = Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION
+bus = Gio.DBusConnection.new_for_address_sync(sys.argv[1], flags, None, None)
+bus.call_sync("org.example.UserActivity", "/org/example/UserActivity", "org.example.UserActivity",
+              "Subscribe", None, None, Gio.DBusCallFlags.NONE, 30000, None)
+print("subscribed", flush=True)
+GLib.MainLoop().run()
+"""
+
+
 class Desktop:
     """A private session: XDG directories with the browsers' desktop entries,
     a dbus-daemon that activates the built useractivityd, a monitor of what
@@ -143,6 +156,12 @@ class Desktop:
         self.monitor_log = os.path.join(self.root, "monitor.log")
         self.monitor = subprocess.Popen(["dbus-monitor", "--address", self.address, f"type='signal',sender='{SERVICE}'"],
                                         stdout=open(self.monitor_log, "w"), stderr=subprocess.DEVNULL, env=self.env)
+        # The service sends its activity signals only to connections that
+        # subscribed: one listener makes them visible to the monitor.
+        self.subscriber = subprocess.Popen(["/usr/bin/python3", "-c", SUBSCRIBER, self.address],
+                                           stdout=subprocess.PIPE, env=self.env)
+        if self.subscriber.stdout.readline().strip() != b"subscribed":
+            raise RuntimeError("the signal subscriber could not call Subscribe")
 
     def busctl(self, *args):
         result = subprocess.run(["busctl", f"--address={self.address}", "--json=short", *args],
@@ -169,7 +188,7 @@ class Desktop:
             return f.read()
 
     def close(self):
-        for process in (self.monitor, self.bus):
+        for process in (self.subscriber, self.monitor, self.bus):
             try:
                 os.killpg(process.pid, signal.SIGTERM) if process is self.bus else process.terminate()
             except ProcessLookupError:
