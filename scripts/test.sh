@@ -24,7 +24,7 @@ diff -u dbus/org.example.UserActivity.Handoff.xml <(.build/debug/useractivity-ha
 log="$(mktemp)"
 library_log="$(mktemp)"
 pidfd_log="$(mktemp)"
-trap 'rm -f "$log" "$library_log" "$pidfd_log" "${settings_log:-}"' EXIT
+trap 'rm -f "$log" "$library_log" "$pidfd_log" "${settings_log:-}" "${browser_log:-}" "${browser_handoff_log:-}"' EXIT
 status=0
 # The browser extension's logic (browser/), without a browser: a second or so.
 if [ $# -eq 0 ]; then
@@ -46,12 +46,15 @@ fi
 # The extension and the native host in real headless browsers (chromium,
 # firefox-esr) against the built daemon on a private bus: about 15 s. Only in
 # a full run, never under the sanitizers (the browsers are not instrumented).
+browser_log="$(mktemp)"
+browser_handoff_log="$(mktemp)"
 if [ $# -eq 0 ]; then
   echo "=== real browsers (Tests/RealBrowser)"
-  USERACTIVITY_BUILD_DIR="$PWD/.build/debug" python3 -W ignore::ResourceWarning Tests/RealBrowser/test_real_browsers.py -v || status=$?
+  USERACTIVITY_BUILD_DIR="$PWD/.build/debug" python3 -W ignore::ResourceWarning Tests/RealBrowser/test_real_browsers.py -v 2>&1 |
+    tee "$browser_log" || status=$?
   # A Chromium and a Firefox page on one desktop, continued on another (two Handoff stacks).
   USERACTIVITY_REAL_BROWSER=1 USERACTIVITYD_PATH="$PWD/.build/debug/useractivityd" \
-    swift test --skip-build --filter 'HandoffTests\.BrowserHandoffTests' 2>&1 | tail -n 3 || status=$?
+    swift test --skip-build --filter 'HandoffTests\.BrowserHandoffTests' 2>&1 | tee "$browser_handoff_log" | tail -n 3 || status=$?
 fi
 # The suites about who is calling once more, on the bus that offers ProcessFD
 # (about 20 s): the daemon identifies callers by pidfd there. Only in a full run.
@@ -80,13 +83,19 @@ fi
 # empty half); end with one plain summary line a CI reader cannot mistake.
 total=0
 failed=0
-for run in "$log" "$library_log" "$pidfd_log"; do
+for run in "$log" "$library_log" "$pidfd_log" "$browser_handoff_log"; do
   count=$(sed -n 's/.*Test run with \([0-9]*\) tests\{0,1\} in .*/\1/p' "$run" | tail -n 1)
   [ -n "$count" ] || continue
   total=$((total + count))
   # Count failed tests, not the run's own "✘ Test run with … failed" summary line.
   failed=$((failed + $(grep '^✘ Test .* failed after' "$run" | grep -vc '^✘ Test run with ' || true)))
 done
+# The real-browser tests are Python's unittest: "Ran N tests", then "OK" or "FAILED (failures=F, errors=E)".
+if browser_count=$(sed -n 's/^Ran \([0-9]*\) tests\{0,1\} in .*/\1/p' "$browser_log" | tail -n 1) && [ -n "$browser_count" ]; then
+  total=$((total + browser_count))
+  browser_failed=$(sed -n 's/^FAILED (\(.*\))$/\1/p' "$browser_log" | tr ',' '\n' | awk -F= '{ n += $2 } END { print n + 0 }')
+  failed=$((failed + ${browser_failed:-0}))
+fi
 # The settings tier prints its own "N passed, M failed".
 if settings_counts=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$settings_log" | tail -n 1) && [ -n "$settings_counts" ]; then
   total=$((total + ${settings_counts% *} + ${settings_counts#* }))
