@@ -11,8 +11,10 @@ extension UserActivity {
     ///
     /// The first call publishes the activity (`BecomeCurrent` with every
     /// property set so far); later calls send pending changes and make it
-    /// current again. When the activity is eligible for search or
-    /// prediction, the service saves a copy.
+    /// current again (the `Update` and `BecomeCurrent` leave together;
+    /// called inside ``performBatchUpdates(_:)``, it carries the batch's
+    /// changes). When the activity is eligible for search or prediction, the
+    /// service saves a copy.
     ///
     /// ```swift
     /// activity.becomeCurrent()                     // returns at once
