@@ -11,8 +11,10 @@ extension UserActivity {
     ///
     /// The first call publishes the activity (`BecomeCurrent` with every
     /// property set so far); later calls send pending changes and make it
-    /// current again. When the activity is eligible for search or
-    /// prediction, the service saves a copy.
+    /// current again (the `Update` and `BecomeCurrent` leave together;
+    /// called inside ``performBatchUpdates(_:)``, it carries the batch's
+    /// changes). When the activity is eligible for search or prediction, the
+    /// service saves a copy.
     ///
     /// ```swift
     /// activity.becomeCurrent()                     // returns at once
@@ -113,20 +115,30 @@ extension UserActivity {
         }
         let proceed: () -> Void = { [self] in
             if let existingPath {
-                flushChanges(client) { [self] result in
-                    if case .failure(let error) = result, error.code == .unknownObject, retryIfGone {
+                // BecomeCurrent follows the Update at once, without waiting for
+                // its reply: one connection keeps the order, so the service
+                // applies the changes first. The step ends with both replies.
+                var updateResult: Result<Void, UserActivityError>?
+                var currentResult: Result<Void, UserActivityError>?
+                let finish: () -> Void = { [self] in
+                    guard let updated = updateResult, !makeCurrent || currentResult != nil else { return }
+                    let result = makeCurrent ? currentResult! : updated
+                    for case .failure(let error) in [updated, result] where error.code == .unknownObject && retryIfGone {
                         // The service lost it (restarted): publish it anew.
                         serviceLost()
                         return publish(client, makeCurrent: makeCurrent, retryIfGone: false, completion)
                     }
-                    guard makeCurrent else { return completion(result) }
-                    client.callOnLoop(path: existingPath, interface: UserActivityClient.activityInterface, "BecomeCurrent", []) { [self] result in
-                        if case .failure(let error) = result, error.code == .unknownObject, retryIfGone {
-                            serviceLost()
-                            return publish(client, makeCurrent: makeCurrent, retryIfGone: false, completion)
-                        }
-                        completion(result.map { _ in () })
+                    completion(result)
+                }
+                flushChanges(client, sent: {
+                    guard makeCurrent else { return }
+                    client.callOnLoop(path: existingPath, interface: UserActivityClient.activityInterface, "BecomeCurrent", []) { result in
+                        currentResult = result.map { _ in () }
+                        finish()
                     }
+                }) { result in
+                    updateResult = result
+                    finish()
                 }
                 return
             }
@@ -175,15 +187,21 @@ extension UserActivity {
         fields.needsSave || fields.supportsContinuationStreams
     }
 
-    /// Sends the fields changed since they were last sent, as one `Update`.
-    func flushChanges(_ client: UserActivityClient, _ completion: @escaping (Result<Void, UserActivityError>) -> Void) {
+    /// Sends the fields changed since they were last sent, as one `Update`;
+    /// `sent` runs once the Update is queued on the connection (or at once
+    /// when there is nothing to send), so a request sent from it follows it.
+    func flushChanges(_ client: UserActivityClient, sent: @escaping () -> Void = {},
+                      _ completion: @escaping (Result<Void, UserActivityError>) -> Void) {
         let (currentPath, entries, needsHandler): (String?, [(String, TypedValue)], Bool) = lock.withLock {
             flushScheduled = false
             guard let path, !dirty.isEmpty else { return (path, [], false) }
             defer { dirty = [] }
             return (path, fields.entries(dirty), dirty.contains(.needsSave) && fields.needsSave || dirty.contains(.supportsContinuationStreams))
         }
-        guard let currentPath, !entries.isEmpty else { return completion(.success(())) }
+        guard let currentPath, !entries.isEmpty else {
+            sent()
+            return completion(.success(()))
+        }
         let send = {
             client.callOnLoop(path: currentPath, interface: UserActivityClient.activityInterface, "Update",
                               [.stringVariantDictionary(entries)]) { result in
@@ -191,9 +209,14 @@ extension UserActivity {
             }
         }
         if needsHandler {
-            client.ensureHandlerRegistered { _ in send() }
+            // The Update waits for the registration; what follows it waits too.
+            client.ensureHandlerRegistered { _ in
+                send()
+                sent()
+            }
         } else {
             send()
+            sent()
         }
     }
 

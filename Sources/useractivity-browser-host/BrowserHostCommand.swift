@@ -42,7 +42,8 @@ enum BrowserHostCommand {
             }
             return 1
         }
-        let publisher = ActivityPublisher(client: client)
+        let trace = HostTrace(environment: environment)
+        let publisher = ActivityPublisher(client: client, trace: trace)
         let coalescer = PageCoalescer(scheduler: GLibScheduler(loop: loop), publisher: publisher)
         let session = HostSession(coalescer: coalescer) { output.write($0) }
         // The client is attached to this loop: its callbacks run on this thread.
@@ -60,6 +61,7 @@ enum BrowserHostCommand {
             while true {
                 let count = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
                 if count > 0 {
+                    trace?.mark("read")
                     session.received(buffer[0..<count])
                     continue
                 }
@@ -83,8 +85,12 @@ enum BrowserHostCommand {
 final class ActivityPublisher: PagePublisher {
     private let client: UserActivityClient
     private var activity: UserActivity?
+    private let trace: HostTrace?
 
-    init(client: UserActivityClient) { self.client = client }
+    init(client: UserActivityClient, trace: HostTrace? = nil) {
+        self.client = client
+        self.trace = trace
+    }
 
     func publish(_ page: PageState) {
         let activity = self.activity ?? {
@@ -94,13 +100,17 @@ final class ActivityPublisher: PagePublisher {
             self.activity = created
             return created
         }()
-        activity.webpageURL = URL(string: page.url)
-        activity.title = page.title
-        activity.isEligibleForSearch = page.searchable
         // Current again even if another app became current meanwhile: the
-        // person is looking at this page now. (The library sends the changes
-        // as one Update, then BecomeCurrent.)
-        activity.becomeCurrent()
+        // person is looking at this page now. Inside one batch the changes
+        // travel with becomeCurrent(): its Update and BecomeCurrent leave
+        // together, without a round trip to the service between them.
+        activity.performBatchUpdates {
+            activity.webpageURL = URL(string: page.url)
+            activity.title = page.title
+            activity.isEligibleForSearch = page.searchable
+            activity.becomeCurrent()
+        }
+        trace?.mark("sent")
     }
 
     func withdraw() {

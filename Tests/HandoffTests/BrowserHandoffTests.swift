@@ -26,11 +26,13 @@ struct BrowserHandoffTests {
 
     /// Starts `browser` ("chromium" or "firefox-esr") on desktop A with the
     /// extension and the built host, showing `url`.
-    func startBrowser(_ browser: String, on stack: HandoffStack, url: String, devToolsPort: Int? = nil) throws -> ChildProcess {
+    func startBrowser(_ browser: String, on stack: HandoffStack, url: String, devToolsPort: Int? = nil,
+                      hostTrace: String? = nil) throws -> ChildProcess {
         let host = try BuiltProducts.executable(named: "useractivity-browser-host")
         let extensionDir = Self.repository + "/browser/extension"
         let profile = stack.session.root + "/\(browser)-profile"
         var environment = stack.bus.environment
+        if let hostTrace { environment["USERACTIVITY_BROWSER_HOST_TRACE"] = hostTrace }
         let arguments: [String]
         if browser == "chromium" {
             let chromiumID = try String(contentsOfFile: Self.repository + "/browser/extension-id.txt", encoding: .utf8)
@@ -179,8 +181,23 @@ struct BrowserHandoffTests {
         let (server, port) = try serve(["one.html": "Tab one", "two.html": "Tab two"], on: stacks.a)
         defer { server.terminate(grace: 0.5) }
         let devToolsPort = Int.random(in: 20_000..<30_000)
-        let browser = try startBrowser("chromium", on: stacks.a, url: "http://127.0.0.1:\(port)/one.html", devToolsPort: devToolsPort)
+        // The host marks when a message arrived and when its calls left (wall clock, µs).
+        let trace = stacks.a.session.root + "/host-trace"
+        let browser = try startBrowser("chromium", on: stacks.a, url: "http://127.0.0.1:\(port)/one.html", devToolsPort: devToolsPort,
+                                       hostTrace: trace)
         defer { browser.terminate(grace: 2) }
+        func marks(after start: Date) -> (read: Double, sent: Double)? {
+            let since = start.timeIntervalSince1970 * 1_000_000
+            let lines = ((try? String(contentsOfFile: trace, encoding: .utf8)) ?? "").split(separator: "\n")
+            let steps = lines.compactMap { line -> (String, Double)? in
+                let parts = line.split(separator: " ")
+                guard parts.count == 2, let time = Double(parts[1]), time >= since else { return nil }
+                return (String(parts[0]), (time - since) / 1000)
+            }
+            guard let read = steps.first(where: { $0.0 == "read" })?.1,
+                  let sent = steps.first(where: { $0.0 == "sent" && $0.1 >= read })?.1 else { return nil }
+            return (read, sent)
+        }
         #expect(watcher.waitFor("Tab one"), "\(stacks.logs)")
         _ = try devTools(devToolsPort, "/json/new?http://127.0.0.1:\(port)/two.html", method: "PUT")
         #expect(watcher.waitFor("Tab two"), "\(stacks.logs)")
@@ -189,13 +206,25 @@ struct BrowserHandoffTests {
         let tabs = [try #require(tab("Tab one")), try #require(tab("Tab two"))]
 
         var viaBrowser: [Double] = []
+        var plainRequest: [Double] = [], activateAnswered: [Double] = [], toHost: [Double] = [], inHost: [Double] = [], afterHost: [Double] = []
         var direct: [Double] = []
         for round in 0..<40 {
             Thread.sleep(forTimeInterval: 0.15)
+            // What a DevTools request costs without activating anything.
             var start = Date()
+            _ = try devTools(devToolsPort, "/json/version")
+            plainRequest.append(Date().timeIntervalSince(start) * 1000)
+            start = Date()
             _ = try devTools(devToolsPort, "/json/activate/\(tabs[round % 2])")
+            activateAnswered.append(Date().timeIntervalSince(start) * 1000)
             guard watcher.waitFor(round % 2 == 0 ? "Tab one" : "Tab two") else { Issue.record("round \(round): the switch never arrived"); break }
-            viaBrowser.append(Date().timeIntervalSince(start) * 1000)
+            let total = Date().timeIntervalSince(start) * 1000
+            viaBrowser.append(total)
+            if let marks = marks(after: start) {
+                toHost.append(marks.read)
+                inHost.append(marks.sent - marks.read)
+                afterHost.append(total - marks.sent)
+            }
             Thread.sleep(forTimeInterval: 0.15)
             start = Date()
             _ = try stacks.a.becomeCurrent(app: UA.editor, type: UA.editType, [("title", .string("Direct \(round)"))])
@@ -210,5 +239,8 @@ struct BrowserHandoffTests {
         print(String(format: "tab switch → other desktop: p50 %.1f ms, p99 %.1f ms; direct BecomeCurrent: p50 %.1f ms, p99 %.1f ms; added at p50: %.1f ms (%d rounds)",
                      percentile(viaBrowser, 0.5), percentile(viaBrowser, 0.99), percentile(direct, 0.5), percentile(direct, 0.99),
                      percentile(viaBrowser, 0.5) - percentile(direct, 0.5), viaBrowser.count))
+        #expect(toHost.count == viaBrowser.count, "every round's message reached the host after the switch began")
+        print(String(format: "split (p50): a DevTools request %.1f ms; DevTools activate answered %.1f ms; activate → host read %.1f ms; read → calls sent %.1f ms; sent → other desktop %.1f ms",
+                     percentile(plainRequest, 0.5), percentile(activateAnswered, 0.5), percentile(toHost, 0.5), percentile(inHost, 0.5), percentile(afterHost, 0.5)))
     }
 }

@@ -116,6 +116,43 @@ struct PublishingTests {
         #expect(properties["Keywords"] == .stringArray(["draft", "final"]))
     }
 
+    @Test("becomeCurrent() inside a batch carries its changes: the service applies them before the activity is current again")
+    func becomeCurrentInABatchCarriesTheChanges() async throws {
+        let h = try LibraryHarness()
+        let client = try h.client()
+        let activity = UserActivity(activityType: UA.editNote, client: client)
+        activity.title = "Page 1"
+        try await activity.becomeCurrent().wait()
+        let path = try #require(activity.objectPath)
+        let other = UserActivity(activityType: UA.editNote, client: client)
+        other.title = "Elsewhere"
+        try await other.becomeCurrent().wait()
+        #expect(try await h.currentActivity() != path)
+        let monitor = try h.monitor([DaemonSignal.rule(path: path, interface: "org.freedesktop.DBus.Properties")])
+        defer { monitor.stop() }
+
+        var operation: ActivityOperation?
+        activity.performBatchUpdates {
+            activity.title = "Page 2"
+            activity.keywords = ["two"]
+            operation = activity.becomeCurrent()
+        }
+        try await #require(operation).wait()
+        #expect(try await h.currentActivity() == path)
+        let properties = try await h.properties(path)
+        #expect(properties["Title"] == .string("Page 2"))
+        #expect(properties["Keywords"] == .stringArray(["two"]))
+
+        let seen = await monitor.wait { signals in signals.contains { $0.changed["Current"]?.unwrappedVariant == .boolean(true) } }
+        #expect(seen, "no PropertiesChanged with Current\n\(h.logTail())")
+        let changes = monitor.signals.filter { $0.arguments.first == .string(UA.activityInterface) }
+        let titleAt = changes.firstIndex { $0.changed["Title"] != nil }
+        let currentAt = changes.firstIndex { $0.changed["Current"]?.unwrappedVariant == .boolean(true) }
+        #expect(titleAt != nil && currentAt != nil && titleAt! <= currentAt!,
+                "the title changes before (or with) Current: \(changes.map(\.changed.keys))")
+        #expect(changes.filter { $0.changed["Title"] != nil }.count == 1, "one Update")
+    }
+
     @Test("resignCurrent() leaves the activity on the bus, not current; invalidate() removes it for good")
     func resignAndInvalidate() async throws {
         let h = try LibraryHarness()
