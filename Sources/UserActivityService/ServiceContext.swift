@@ -238,6 +238,27 @@ final class ServiceContext {
         }
     }
 
+    /// The shortest time between two `SavedActivitiesChanged`.
+    static let savedActivitiesSignalIntervalMilliseconds: UInt32 = 250
+    private var savedActivitiesSignal: ScheduledWork?
+
+    /// Saved activities were added, changed or removed: one
+    /// `SavedActivitiesChanged` follows within
+    /// ``savedActivitiesSignalIntervalMilliseconds``, for this change and
+    /// every other until it leaves, so a burst of donations or a large
+    /// forget costs listeners one search, and the last change is always
+    /// followed by a signal.
+    private func savedActivitiesChanged() {
+        guard savedActivitiesSignal?.isPending != true else { return }
+        savedActivitiesSignal = scheduler.after(milliseconds: Self.savedActivitiesSignalIntervalMilliseconds) { [unowned self] in
+            savedActivitiesSignal = nil
+            // Unconfined listeners only: when another app's history changes is
+            // itself something a confined app may not learn.
+            signal(Interfaces.managerPath, Interfaces.managerName, "SavedActivitiesChanged",
+                   to: callers.readers(of: nil, .savedActivities), [])
+        }
+    }
+
     /// One GLib timeout for the earliest expiration date; no polling.
     func rearmExpiryTimer() {
         let next = [registry.nextExpiration(), saved.nextExpiration()].compactMap { $0 }.min()
