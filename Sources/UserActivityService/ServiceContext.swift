@@ -46,6 +46,7 @@ final class ServiceContext {
         self.callers = CallerTracker(
             bus: bus, probe: ProcessIdentityProbe(procRoot: configuration.procRoot, loadKeyFile: { GLibKeyFile.load(path: $0) }),
             catalog: catalog, log: log, lookupFault: configuration.identityLookupFault)
+        saved.onChange = { [unowned self] in savedActivitiesChanged() }
     }
 
     private func catalogChanged() {
