@@ -251,6 +251,9 @@ final class ServiceContext {
     /// followed by a signal.
     private func savedActivitiesChanged() {
         guard savedActivitiesSignal?.isPending != true else { return }
+        // Nobody listening: no timer (a publishing app's donations cost nothing more);
+        // whoever subscribes later searches after subscribing.
+        guard !callers.readers(of: nil, .savedActivities).isEmpty else { return }
         savedActivitiesSignal = scheduler.after(milliseconds: Self.savedActivitiesSignalIntervalMilliseconds) { [unowned self] in
             savedActivitiesSignal = nil
             // Unconfined listeners only: when another app's history changes is
