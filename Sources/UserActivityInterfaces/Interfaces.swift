@@ -61,7 +61,10 @@ public enum Interfaces {
         DESKTOP_STARTUP_ID. Registered handlers take no part in them.
         """,
         methods: Manager.allCases.map(\.method),
-        signals: [],
+        signals: [
+            S(name: "SavedActivitiesChanged", arguments: [],
+              doc: "Addition: saved activities were added, changed or removed (a donation, a save on BecomeCurrent, a forget or delete, expiry, retention, blocking, the per-app limit, an imported desktop history); a hint to search again. Coalesced: at most one each 250 ms, and one always follows the last change. Sent only to unconfined connections that called GetManagedObjects or Subscribe; a confined caller never gets it (when other apps' history changes is not its to learn)."),
+        ],
         properties: [
             P(name: "CurrentActivity", signature: "o", isWritable: false,
               doc: "The session's current activity, / when none; PropertiesChanged is emitted when it changes. A confined caller sees only its own app's activity here (/ while another app's is current), and only such changes reach it."),

@@ -21,6 +21,8 @@ final class PrivacyControls {
     var onChange: (([String]) -> Void)?
     /// Runs before the settings change or the store is trimmed by them (the owner writes what is still waiting).
     var beforeChange: () -> Void = {}
+    /// Runs after the settings deleted saved activities (blocking, retention, the per-app limit).
+    var storeChanged: () -> Void = {}
 
     static let fileName = "useractivity.conf"
     var filePath: String? { directory.map { $0 + "/" + Self.fileName } }
@@ -90,12 +92,12 @@ final class PrivacyControls {
             for app in updated.blockedApplications where !previous.blockedApplications.contains(app) {
                 let deleted = try store.deleteAll(appID: app)
                 log.info("blocked app: deleted its saved activities", metadata: ["app": "\(app)", "deleted": "\(deleted)"])
-                if deleted > 0 { _ = try? store.scrubDeletedContent() }
+                if deleted > 0 { _ = try? store.scrubDeletedContent(); storeChanged() }
             }
             for type in updated.blockedActivityTypes where !previous.blockedActivityTypes.contains(type) {
                 let deleted = try store.deleteAll(activityType: type)
                 log.info("blocked type: deleted its saved activities", metadata: ["type": "\(type)", "deleted": "\(deleted)"])
-                if deleted > 0 { _ = try? store.scrubDeletedContent() }
+                if deleted > 0 { _ = try? store.scrubDeletedContent(); storeChanged() }
             }
         } catch {
             log.error("applying privacy settings: \(error)")
@@ -116,7 +118,7 @@ final class PrivacyControls {
         do {
             let deleted = try store.delete(lastUsedFrom: .min, to: cutoff)
             if deleted > 0 { log.info("retention: purged saved activities", metadata: ["deleted": "\(deleted)", "days": "\(settings.retentionDays)"]) }
-            if deleted > 0 { _ = try? store.scrubDeletedContent() }
+            if deleted > 0 { _ = try? store.scrubDeletedContent(); storeChanged() }
         } catch {
             log.error("retention purge failed: \(error)")
         }
@@ -128,7 +130,7 @@ final class PrivacyControls {
         do {
             let deleted = try store.trimAll(keeping: Int(limit))
             if deleted > 0 { log.info("per-app limit: deleted the oldest saved activities", metadata: ["deleted": "\(deleted)"]) }
-            if deleted > 0 { _ = try? store.scrubDeletedContent() }
+            if deleted > 0 { _ = try? store.scrubDeletedContent(); storeChanged() }
         } catch {
             log.error("per-app limit: \(error)")
         }

@@ -14,6 +14,11 @@ final class SavedActivities {
     let privacy: PrivacyControls
     private let log: Logger
 
+    /// Runs after saved activities were added, changed or removed, whichever
+    /// path wrote them (donations, saves, forgets, deletes, expiry, the
+    /// privacy settings, the bridges). The owner coalesces it into one hint.
+    var onChange: () -> Void = {}
+
     /// Asks the main loop to run the given write once it has read every call
     /// waiting on the bus (an idle source); nil: donations are written at once.
     var scheduleWrite: ((@escaping () -> Void) -> Void)?
@@ -62,6 +67,7 @@ final class SavedActivities {
         privacy = PrivacyControls(directory: configDirectory, store: store, clock: { scheduler.now }, log: log)
         // Settings change what may be saved: donations accepted before the change are written under the old ones.
         privacy.beforeChange = { [unowned self] in writePendingDonations(mayWaitForLock: false) }
+        privacy.storeChanged = { [unowned self] in onChange() }
     }
 
     private static let savedFields = ActivityField.allCases.filter { $0.key != nil && $0 != .activityType && $0 != .appID }
@@ -112,6 +118,7 @@ final class SavedActivities {
     @discardableResult
     func scrubbing(_ deleted: Int) -> Int {
         guard deleted > 0 else { return deleted }
+        onChange()
         do {
             if try !store.scrubDeletedContent() {
                 log.warning("saved-activity store: a reader kept part of the WAL from being checkpointed after a forget")
@@ -145,6 +152,7 @@ final class SavedActivities {
             if record.expirationDate != 0 { expirationMayHaveChanged() }
             try privacy.enforceLimit(app: activity.appID)
         }
+        onChange()
     }
 
     /// Saves a donation and calls `completion` once it is durable, with its
@@ -215,6 +223,7 @@ final class SavedActivities {
         }
         lockedSince = nil
         if waiting.contains(where: { $0.save.record.expirationDate != 0 }) { expirationMayHaveChanged() }
+        if results.contains(where: { if case .success(let id) = $0 { !id.isEmpty } else { false } }) { onChange() }
         for (donation, result) in zip(waiting, results) { donation.done(result) }
     }
 
@@ -280,6 +289,7 @@ final class SavedActivities {
             _ = try store.importBridged(source: source, changes: changes, removing: removing,
                                         keepingPerApp: Int(privacy.settings.maxSavedPerApplication))
         }
+        if !changes.isEmpty || !removing.isEmpty { onChange() }
     }
 
     /// The apps a query may see: the caller's own when confined, narrowed by the app-id option.

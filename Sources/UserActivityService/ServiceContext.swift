@@ -46,6 +46,7 @@ final class ServiceContext {
         self.callers = CallerTracker(
             bus: bus, probe: ProcessIdentityProbe(procRoot: configuration.procRoot, loadKeyFile: { GLibKeyFile.load(path: $0) }),
             catalog: catalog, log: log, lookupFault: configuration.identityLookupFault)
+        saved.onChange = { [unowned self] in savedActivitiesChanged() }
     }
 
     private func catalogChanged() {
@@ -235,6 +236,30 @@ final class ServiceContext {
             }
         } catch {
             log.error("could not emit \(interface).\(member): \(error)")
+        }
+    }
+
+    /// The shortest time between two `SavedActivitiesChanged`.
+    static let savedActivitiesSignalIntervalMilliseconds: UInt32 = 250
+    private var savedActivitiesSignal: ScheduledWork?
+
+    /// Saved activities were added, changed or removed: one
+    /// `SavedActivitiesChanged` follows within
+    /// ``savedActivitiesSignalIntervalMilliseconds``, for this change and
+    /// every other until it leaves, so a burst of donations or a large
+    /// forget costs listeners one search, and the last change is always
+    /// followed by a signal.
+    private func savedActivitiesChanged() {
+        guard savedActivitiesSignal?.isPending != true else { return }
+        // Nobody listening: no timer (a publishing app's donations cost nothing more);
+        // whoever subscribes later searches after subscribing.
+        guard !callers.readers(of: nil, .savedActivities).isEmpty else { return }
+        savedActivitiesSignal = scheduler.after(milliseconds: Self.savedActivitiesSignalIntervalMilliseconds) { [unowned self] in
+            savedActivitiesSignal = nil
+            // Unconfined listeners only: when another app's history changes is
+            // itself something a confined app may not learn.
+            signal(Interfaces.managerPath, Interfaces.managerName, "SavedActivitiesChanged",
+                   to: callers.readers(of: nil, .savedActivities), [])
         }
     }
 

@@ -15,6 +15,9 @@ struct SignalSubscriptions {
         case activity(String)
         /// The manager's properties (`CurrentActivity`, the privacy controls).
         case managerProperties
+        /// The manager's `SavedActivitiesChanged`: only connections that
+        /// follow everything (GetManagedObjects, `Subscribe`).
+        case savedActivities
     }
 
     /// Connections that follow everything they may read: they called
@@ -58,6 +61,8 @@ struct SignalSubscriptions {
     /// Every connection that asked for signals about `topic`.
     func listeners(of topic: Topic) -> Set<String> {
         switch topic {
+        case .savedActivities:
+            return everything
         case .managerProperties:
             return managerProperties.isEmpty ? everything : everything.union(managerProperties)
         case .activity(let id):

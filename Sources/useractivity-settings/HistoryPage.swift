@@ -15,7 +15,7 @@ enum ActivityNames {
 /// Results live in a list model shown by a `GtkListView`, which makes
 /// widgets only for the rows on screen.
 final class HistoryPage {
-    struct Result {
+    struct Result: Equatable {
         let savedID: String
         let appID: String
         let title: String
@@ -31,7 +31,8 @@ final class HistoryPage {
         let time: GPointer
         let forgetOne: GPointer
         let forgetApp: GPointer
-        var index = -1
+        /// The saved activity the row shows now.
+        var savedID = ""
         init(icon: GPointer, title: GPointer, detail: GPointer, time: GPointer, forgetOne: GPointer, forgetApp: GPointer) {
             self.icon = icon; self.title = title; self.detail = detail; self.time = time
             self.forgetOne = forgetOne; self.forgetApp = forgetApp
@@ -48,6 +49,9 @@ final class HistoryPage {
     private let status: GPointer
     private let model: OpaquePointer
     private var results: [Result] = []
+    /// The results by saved id: the list's items are saved ids, so a row
+    /// whose result is unchanged keeps its widget when the list changes.
+    private var resultsByID: [String: Result] = [:]
     private var cells: [GPointer: Cell] = [:]
     /// Only the reply to the latest query is shown.
     private var generation = 0
@@ -114,11 +118,26 @@ final class HistoryPage {
             bind(item)
         }
         onSignal(searchEntry, "search-changed") { [unowned self] in search() }
-        link.follow(ActivityNames.service, ownerChanged: { [weak self] running in if running { self?.search() } })
+        // SavedActivitiesChanged: history changed elsewhere (a donation, a
+        // forget from another program); the search shown is asked again.
+        // It comes only to a connection that subscribed, asked again each
+        // time the service starts.
+        link.follow(ActivityNames.service, signals: { [weak self] message in
+            if message.interface == ActivityNames.manager, message.member == "SavedActivitiesChanged" { self?.search() }
+        }, ownerChanged: { [weak self] running in
+            guard running, let self else { return }
+            subscribe()
+            search()
+        })
+        subscribe()
         search()
     }
 
     // MARK: Searching
+
+    private func subscribe() {
+        link.call(ActivityNames.service, ActivityNames.managerPath, ActivityNames.manager, "Subscribe", []) { _ in }
+    }
 
     /// Searches for the entry's text. One search is in flight at a time:
     /// keystrokes meanwhile only change what is asked next, so fast typing
@@ -158,16 +177,29 @@ final class HistoryPage {
     }
 
     private func show(_ found: [Result], query: String) {
+        // Only the rows that differ are replaced: a refresh after a change
+        // elsewhere leaves the rows around it, and the scroll position and
+        // focus on them, as they were.
+        let previous = results
+        var prefix = 0
+        while prefix < previous.count, prefix < found.count, previous[prefix] == found[prefix] { prefix += 1 }
+        var suffix = 0
+        while suffix < previous.count - prefix, suffix < found.count - prefix,
+              previous[previous.count - 1 - suffix] == found[found.count - 1 - suffix] { suffix += 1 }
         results = found
-        let old = g_list_model_get_n_items(model)
-        var ids = found.indices.map { strdup(String($0)) }
-        ids.append(nil)
-        ids.withUnsafeMutableBufferPointer { buffer in
-            buffer.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: buffer.count) {
-                gtk_string_list_splice(model, 0, old, $0)
+        resultsByID = Dictionary(found.map { ($0.savedID, $0) }, uniquingKeysWith: { first, _ in first })
+        let removed = previous.count - prefix - suffix
+        let added = found[prefix..<(found.count - suffix)]
+        if removed > 0 || !added.isEmpty {
+            var ids = added.map { strdup($0.savedID) }
+            ids.append(nil)
+            ids.withUnsafeMutableBufferPointer { buffer in
+                buffer.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: buffer.count) {
+                    gtk_string_list_splice(model, guint(prefix), guint(removed), $0)
+                }
             }
+            ids.forEach { free($0) }
         }
-        ids.forEach { free($0) }
         if found.isEmpty {
             setLabel(status, query.isEmpty ? localized("Nothing saved yet.") : localized("No saved activity matches."))
         } else {
@@ -193,12 +225,12 @@ final class HistoryPage {
                         forgetOne: iconButton("list-remove-symbolic", tooltip: localized("Forget this activity")) {},
                         forgetApp: iconButton("user-trash-symbolic", tooltip: localized("Forget this app")) {})
         onSignal(cell.forgetOne, "clicked") { [unowned self, unowned cell] in
-            guard results.indices.contains(cell.index) else { return }
-            forgetOne(results[cell.index])
+            guard let result = resultsByID[cell.savedID] else { return }
+            forgetOne(result)
         }
         onSignal(cell.forgetApp, "clicked") { [unowned self, unowned cell] in
-            guard results.indices.contains(cell.index) else { return }
-            forgetApp(results[cell.index].appID)
+            guard let result = resultsByID[cell.savedID] else { return }
+            forgetApp(result.appID)
         }
         for child in [icon, texts.raw, time, cell.forgetOne, cell.forgetApp] { gtk_box_append(box.raw.as(), child.widget) }
         gtk_list_item_set_child(item.as(), box)
@@ -208,9 +240,8 @@ final class HistoryPage {
     private func bind(_ item: GPointer) {
         guard let cell = cells[item], let object = gtk_list_item_get_item(item.as()),
               let text = gtk_string_object_get_string(OpaquePointer(object)),
-              let index = Int(String(cString: text)), results.indices.contains(index) else { return }
-        let result = results[index]
-        cell.index = index
+              let result = resultsByID[String(cString: text)] else { return }
+        cell.savedID = result.savedID
         apps.setImage(cell.icon, result.appID)
         setLabel(cell.title, displayTitle(result))
         let appName = apps.app(result.appID).name

@@ -312,6 +312,23 @@ def history_search_as_you_type():
     assert wait_until(lambda: titles() == ["Garage invoice", "Garden plan", "Gardening notes"], 20), titles()
 
 
+def history_follows_changes_elsewhere():
+    """With a search shown, a donation by a script and a forget with useractivityctl show without typing."""
+    show_page("History")
+    search = require(frame, "entry", "Search history")
+    search.queryEditableText().setTextContents("")
+    type_text(search, "gard")
+    assert wait_until(lambda: "Garden plan" in label_texts(frame), 20), label_texts(frame)
+    session.call(MANAGER[0], MANAGER[1], "org.example.UserActivity.Donate", f"{EDITOR}.edit",
+                 f"{{'app-id': <'{EDITOR}'>, 'title': <'Garden shed'>, 'eligible-for-search': <true>, "
+                 f"'persistent-identifier': <'shed'>}}")
+    assert wait_until(lambda: "Garden shed" in label_texts(frame), 20), "the donation did not show"
+    assert "Garden plan" in label_texts(frame), "the other results stay"
+    session.ctl("delete", "--app-id", EDITOR, "shed")
+    assert wait_until(lambda: "Garden shed" not in label_texts(frame), 20), "the forgotten entry is still shown"
+    assert "Garden plan" in label_texts(frame), "the other results stay"
+
+
 def forget_one_removes_it():
     show_page("History")
     search = require(frame, "entry", "Search history")
@@ -451,7 +468,7 @@ def two_stacks_pair_follow_and_continue():
 
 CHECKS = [handoff_switch_sets_enabled, device_name_reaches_service, discoverable_shows_time_left,
           privacy_switches_set_properties, block_an_app_from_the_installed_apps,
-          cli_change_shows_in_app, mnemonic_toggles_pause, history_search_as_you_type, forget_one_removes_it, forget_this_app_removes_its_entries,
+          cli_change_shows_in_app, mnemonic_toggles_pause, history_search_as_you_type, history_follows_changes_elsewhere, forget_one_removes_it, forget_this_app_removes_its_entries,
           forget_everything_with_confirmation, unavailable_service_is_reported, two_stacks_pair_follow_and_continue]
 
 passed = failed = 0
