@@ -56,12 +56,18 @@ final class HistoryPage {
     /// Only the reply to the latest query is shown.
     private var generation = 0
     private var searching = false
+    private let trace: SearchTrace?
+    /// The list view, whose frame clock tells the trace when results were painted.
+    private var list: GPointer!
+    private var tracingPaints = false
+    private var awaitingPaint = false
 
     init(link: ServiceLink, window: GPointer, toaster: Toaster, apps: InstalledApps) {
         self.link = link
         self.window = window
         self.toaster = toaster
         self.apps = apps
+        trace = SearchTrace(scheduler: GLibScheduler(loop: link.loop))
         page = preferencesPage(localized("Hi_story"), iconName: "document-open-recent-symbolic")
 
         let searchGroup = preferencesGroup(localized("Saved activities"),
@@ -82,6 +88,7 @@ final class HistoryPage {
         // The selection model and the view each take the reference they are given.
         let selection = gtk_no_selection_new(OpaquePointer(g_object_ref(model.raw)))!
         let list = gtk_list_view_new(selection.raw.as(), factory)!
+        self.list = list.raw
         gtk_widget_add_css_class(list, "boxed-list")
         cgtk_accessible_label(list, localized("Search results"))
         let scroller = gtk_scrolled_window_new()!
@@ -117,6 +124,9 @@ final class HistoryPage {
             guard let item else { return }
             bind(item)
         }
+        if trace != nil {
+            onSignal(searchEntry, "changed") { [unowned self] in trace?.mark("typed", editableText(searchEntry)) }
+        }
         onSignal(searchEntry, "search-changed") { [unowned self] in search() }
         // SavedActivitiesChanged: history changed elsewhere (a donation, a
         // forget from another program); the search shown is asked again.
@@ -148,9 +158,11 @@ final class HistoryPage {
         searching = true
         let asked = generation
         let query = editableText(searchEntry)
+        trace?.mark("sent", query)
         link.call(ActivityNames.service, ActivityNames.managerPath, ActivityNames.manager, "Search",
                   [.string(query), .stringVariantDictionary([("limit", .uint32(200))])]) { [weak self] result in
             guard let self else { return }
+            trace?.mark("reply", query)
             searching = false
             guard asked == generation else {
                 search()
@@ -200,11 +212,24 @@ final class HistoryPage {
             }
             ids.forEach { free($0) }
         }
+        if let trace { traceModel(trace, query: query) }
         if found.isEmpty {
             setLabel(status, query.isEmpty ? localized("Nothing saved yet.") : localized("No saved activity matches."))
         } else {
             setLabel(status, localized("%d result", "%d results", found.count).replacingFirst("%d", with: String(found.count)))
         }
+    }
+
+    private func traceModel(_ trace: SearchTrace, query: String) {
+        trace.mark("model", query)
+        if !tracingPaints {
+            tracingPaints = onFramePainted(list) { [unowned self] in
+                guard awaitingPaint else { return }
+                awaitingPaint = false
+                self.trace?.mark("painted")
+            }
+        }
+        awaitingPaint = true
     }
 
     // MARK: Rows
