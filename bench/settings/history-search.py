@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -93,6 +94,7 @@ def percentile(values, fraction):
     return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
 
 
+trace_dir = tempfile.mkdtemp(prefix="settings-trace-")
 try:
     # Keep every entry (the default keeps 1000 per app).
     session.call("org.example.UserActivity", "/org/example/UserActivity", "org.freedesktop.DBus.Properties.Set",
@@ -100,7 +102,7 @@ try:
     started = time.monotonic()
     fill(options.entries)
     fill_seconds = time.monotonic() - started
-    trace_path = os.path.join(tempfile.mkdtemp(prefix="settings-trace-"), "trace")
+    trace_path = os.path.join(trace_dir, "trace")
     app = session.spawn([options.app], GSK_RENDERER="cairo", USERACTIVITY_SETTINGS_TRACE=trace_path)
     root = wait_until(lambda: accessible_application("useractivity-settings"), 30, 0.05)
     frame = wait_until(lambda: root.getChildAtIndex(0), 10)
@@ -183,6 +185,7 @@ try:
     hwm_mib = int(fields["VmHWM"].split()[0]) / 1024
 finally:
     session.close()
+    shutil.rmtree(trace_dir, ignore_errors=True)
 
 
 
