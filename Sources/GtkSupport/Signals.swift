@@ -69,3 +69,13 @@ public func withSignalBlocked(_ instance: GPointer, _ id: UInt, _ body: () -> Vo
     body()
     g_signal_handler_unblock(instance, gulong(id))
 }
+
+/// Runs `action` each time the frame clock of `widget` has painted a frame
+/// (GdkFrameClock `after-paint`). The widget must be realized: without a
+/// frame clock nothing is connected and the answer is false.
+@discardableResult
+public func onFramePainted(_ widget: GPointer, _ action: @escaping () -> Void) -> Bool {
+    guard let clock = gtk_widget_get_frame_clock(widget.as()) else { return false }
+    onSignal(UnsafeMutableRawPointer(clock), "after-paint", action)
+    return true
+}

@@ -13,7 +13,10 @@ enum ActivityNames {
 
 /// Saved activities: search as you type, forget an app, forget a time range.
 /// Results live in a list model shown by a `GtkListView`, which makes
-/// widgets only for the rows on screen.
+/// widgets only for the rows on screen. The model's items are positions,
+/// not results: a new answer changes what the rows on screen show and the
+/// count, so the rows keep their widgets (GTK would build a row's widgets
+/// anew for every new item, and that was most of a keystroke's time).
 final class HistoryPage {
     struct Result: Equatable {
         let savedID: String
@@ -31,8 +34,8 @@ final class HistoryPage {
         let time: GPointer
         let forgetOne: GPointer
         let forgetApp: GPointer
-        /// The saved activity the row shows now.
-        var savedID = ""
+        /// The position the row shows now, -1 while unbound.
+        var position = -1
         init(icon: GPointer, title: GPointer, detail: GPointer, time: GPointer, forgetOne: GPointer, forgetApp: GPointer) {
             self.icon = icon; self.title = title; self.detail = detail; self.time = time
             self.forgetOne = forgetOne; self.forgetApp = forgetApp
@@ -49,19 +52,22 @@ final class HistoryPage {
     private let status: GPointer
     private let model: OpaquePointer
     private var results: [Result] = []
-    /// The results by saved id: the list's items are saved ids, so a row
-    /// whose result is unchanged keeps its widget when the list changes.
-    private var resultsByID: [String: Result] = [:]
     private var cells: [GPointer: Cell] = [:]
     /// Only the reply to the latest query is shown.
     private var generation = 0
     private var searching = false
+    private let trace: SearchTrace?
+    /// The list view, whose frame clock tells the trace when results were painted.
+    private var list: GPointer!
+    private var tracingPaints = false
+    private var awaitingPaint = false
 
     init(link: ServiceLink, window: GPointer, toaster: Toaster, apps: InstalledApps) {
         self.link = link
         self.window = window
         self.toaster = toaster
         self.apps = apps
+        trace = SearchTrace(scheduler: GLibScheduler(loop: link.loop))
         page = preferencesPage(localized("Hi_story"), iconName: "document-open-recent-symbolic")
 
         let searchGroup = preferencesGroup(localized("Saved activities"),
@@ -82,6 +88,7 @@ final class HistoryPage {
         // The selection model and the view each take the reference they are given.
         let selection = gtk_no_selection_new(OpaquePointer(g_object_ref(model.raw)))!
         let list = gtk_list_view_new(selection.raw.as(), factory)!
+        self.list = list.raw
         gtk_widget_add_css_class(list, "boxed-list")
         cgtk_accessible_label(list, localized("Search results"))
         let scroller = gtk_scrolled_window_new()!
@@ -117,6 +124,17 @@ final class HistoryPage {
             guard let item else { return }
             bind(item)
         }
+        onSignal(factory.raw, "unbind") { [unowned self] item in
+            guard let item else { return }
+            cells[item]?.position = -1
+        }
+        onSignal(factory.raw, "teardown") { [unowned self] item in
+            guard let item else { return }
+            cells[item] = nil
+        }
+        if trace != nil {
+            onSignal(searchEntry, "changed") { [unowned self] in trace?.mark("typed", editableText(searchEntry)) }
+        }
         onSignal(searchEntry, "search-changed") { [unowned self] in search() }
         // SavedActivitiesChanged: history changed elsewhere (a donation, a
         // forget from another program); the search shown is asked again.
@@ -148,9 +166,11 @@ final class HistoryPage {
         searching = true
         let asked = generation
         let query = editableText(searchEntry)
+        trace?.mark("sent", query)
         link.call(ActivityNames.service, ActivityNames.managerPath, ActivityNames.manager, "Search",
                   [.string(query), .stringVariantDictionary([("limit", .uint32(200))])]) { [weak self] result in
             guard let self else { return }
+            trace?.mark("reply", query)
             searching = false
             guard asked == generation else {
                 search()
@@ -177,34 +197,44 @@ final class HistoryPage {
     }
 
     private func show(_ found: [Result], query: String) {
-        // Only the rows that differ are replaced: a refresh after a change
-        // elsewhere leaves the rows around it, and the scroll position and
-        // focus on them, as they were.
         let previous = results
-        var prefix = 0
-        while prefix < previous.count, prefix < found.count, previous[prefix] == found[prefix] { prefix += 1 }
-        var suffix = 0
-        while suffix < previous.count - prefix, suffix < found.count - prefix,
-              previous[previous.count - 1 - suffix] == found[found.count - 1 - suffix] { suffix += 1 }
         results = found
-        resultsByID = Dictionary(found.map { ($0.savedID, $0) }, uniquingKeysWith: { first, _ in first })
-        let removed = previous.count - prefix - suffix
-        let added = found[prefix..<(found.count - suffix)]
-        if removed > 0 || !added.isEmpty {
-            var ids = added.map { strdup($0.savedID) }
-            ids.append(nil)
-            ids.withUnsafeMutableBufferPointer { buffer in
+        if found.count < previous.count {
+            gtk_string_list_splice(model, guint(found.count), guint(previous.count - found.count), nil)
+        } else if found.count > previous.count {
+            var positions = (previous.count..<found.count).map { strdup(String($0)) }
+            positions.append(nil)
+            positions.withUnsafeMutableBufferPointer { buffer in
                 buffer.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: buffer.count) {
-                    gtk_string_list_splice(model, guint(prefix), guint(removed), $0)
+                    gtk_string_list_splice(model, guint(previous.count), 0, $0)
                 }
             }
-            ids.forEach { free($0) }
+            positions.forEach { free($0) }
         }
+        // The rows on screen that stay show their position's new result.
+        for cell in cells.values where cell.position >= 0 && cell.position < found.count {
+            if cell.position >= previous.count || previous[cell.position] != found[cell.position] {
+                fill(cell, with: found[cell.position])
+            }
+        }
+        if let trace { traceModel(trace, query: query) }
         if found.isEmpty {
             setLabel(status, query.isEmpty ? localized("Nothing saved yet.") : localized("No saved activity matches."))
         } else {
             setLabel(status, localized("%d result", "%d results", found.count).replacingFirst("%d", with: String(found.count)))
         }
+    }
+
+    private func traceModel(_ trace: SearchTrace, query: String) {
+        trace.mark("model", query)
+        if !tracingPaints {
+            tracingPaints = onFramePainted(list) { [unowned self] in
+                guard awaitingPaint else { return }
+                awaitingPaint = false
+                self.trace?.mark("painted")
+            }
+        }
+        awaitingPaint = true
     }
 
     // MARK: Rows
@@ -225,12 +255,12 @@ final class HistoryPage {
                         forgetOne: iconButton("list-remove-symbolic", tooltip: localized("Forget this activity")) {},
                         forgetApp: iconButton("user-trash-symbolic", tooltip: localized("Forget this app")) {})
         onSignal(cell.forgetOne, "clicked") { [unowned self, unowned cell] in
-            guard let result = resultsByID[cell.savedID] else { return }
-            forgetOne(result)
+            guard results.indices.contains(cell.position) else { return }
+            forgetOne(results[cell.position])
         }
         onSignal(cell.forgetApp, "clicked") { [unowned self, unowned cell] in
-            guard let result = resultsByID[cell.savedID] else { return }
-            forgetApp(result.appID)
+            guard results.indices.contains(cell.position) else { return }
+            forgetApp(results[cell.position].appID)
         }
         for child in [icon, texts.raw, time, cell.forgetOne, cell.forgetApp] { gtk_box_append(box.raw.as(), child.widget) }
         gtk_list_item_set_child(item.as(), box)
@@ -240,8 +270,12 @@ final class HistoryPage {
     private func bind(_ item: GPointer) {
         guard let cell = cells[item], let object = gtk_list_item_get_item(item.as()),
               let text = gtk_string_object_get_string(OpaquePointer(object)),
-              let result = resultsByID[String(cString: text)] else { return }
-        cell.savedID = result.savedID
+              let position = Int(String(cString: text)), results.indices.contains(position) else { return }
+        cell.position = position
+        fill(cell, with: results[position])
+    }
+
+    private func fill(_ cell: Cell, with result: Result) {
         apps.setImage(cell.icon, result.appID)
         setLabel(cell.title, displayTitle(result))
         let appName = apps.app(result.appID).name
