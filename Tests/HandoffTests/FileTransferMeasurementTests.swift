@@ -113,5 +113,50 @@ print("%d %.1f" % (result["bytes"], (result["end"] - start) * 1000))
         print(String(format: "MEASURE document of %.0f MiB: bare TLS 1.3 pipe %.0f ms (%.1f MiB/s); Continue to app launched with the copy %.0f ms (%.1f MiB/s); transfer/pipe throughput %.2f",
                      mib, pipeMilliseconds, mib / pipeMilliseconds * 1000, transfer, mib / transfer * 1000, pipeMilliseconds / transfer))
         print("MEASURE handoffd A VmRSS \(before.a.rss) → \(after.a.rss) kB (peak \(before.a.peak) → \(after.a.peak) kB); handoffd B VmRSS \(before.b.rss) → \(after.b.rss) kB (peak \(before.b.peak) → \(after.b.peak) kB)")
+
+        // Adverts (BecomeCurrent on A until B's device signals it), idle and then during a second transfer of the file.
+        let watcher = try Connection.bus(address: stacks.b.bus.address)
+        defer { watcher.close() }
+        try watcher.addMatch("type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',path='\(onB)'")
+        var lastTitle = ""
+        try watcher.addFilter { message in
+            if message.member == "PropertiesChanged", let arguments = try? message.arguments(), arguments.count >= 2,
+               let activity = arguments[1].stringVariantEntries?.first(where: { $0.0 == "CurrentActivity" })?.1,
+               let title = activity.stringVariantEntries?.first(where: { $0.0 == "title" })?.1.stringValue {
+                lastTitle = title
+            }
+            return false
+        }
+        func advert(_ title: String) throws -> Double {
+            let start = now()
+            _ = try stacks.a.becomeCurrent(app: UA.editor, type: "org.example.UserActivity.open-document", [
+                ("title", .string(title)), ("user-info", .stringVariantDictionary([("uri", .string("file://" + stacks.a.session.home + "/Documents/notes.txt"))])),
+            ])
+            #expect(waitUntil(timeout: 10, interval: 0) {
+                watcher.readWriteDispatch(timeoutMilliseconds: 5)
+                return lastTitle == title
+            }, "\(stacks.logs)")
+            return now() - start
+        }
+        let idle = try (0..<100).map { try advert("idle \($0)") }
+        _ = try stacks.a.becomeCurrent(app: UA.editor, type: "org.example.UserActivity.open-document", [
+            ("title", .string("large.bin")),
+            ("user-info", .stringVariantDictionary([("uri", .string("file://" + path)), ("mime-type", .string("application/octet-stream"))])),
+        ])
+        #expect(stacks.b.waitForDevice(onB, "CurrentActivity", { $0?.stringVariantEntries?.contains { $0.0 == "title" && $0.1.unwrappedVariant == .string("large.bin") } == true }))
+        let call = try stacks.b.callInBackground(onB, HO.device, "ContinueActivity", [.stringVariantDictionary([])])
+        let downloads = stacks.b.session.home + "/Downloads/Stack A"
+        // The fetch is over once bytes arrive; adverts from then on do not change what B continues.
+        #expect(waitUntil(timeout: 60, interval: 0.001) {
+            (try? FileManager.default.contentsOfDirectory(atPath: downloads))?.contains { $0.contains(".part-") } == true
+        })
+        var busy: [Double] = []
+        // At most 256 live activities per connection: 100 idle, up to 120 during the transfer.
+        while call.value == nil && busy.count < 120 { busy.append(try advert("busy \(busy.count)")) }
+        #expect(waitUntil(timeout: 120) { call.value != nil })
+        #expect(call.value == "ok", "\(call.value ?? "-")")
+        func p(_ values: [Double], _ q: Double) -> Double { values.sorted()[min(values.count - 1, Int(Double(values.count) * q))] }
+        print(String(format: "MEASURE advert idle n=%d p50 %.3f ms p99 %.3f ms; during the transfer n=%d p50 %.3f ms p99 %.3f ms; p99 during/idle %.2f",
+                     idle.count, p(idle, 0.5), p(idle, 0.99), busy.count, p(busy, 0.5), p(busy, 0.99), p(busy, 0.99) / p(idle, 0.99)))
     }
 }

@@ -25,8 +25,8 @@ struct FileTransferTests {
         var downloads: String { homeB + "/Downloads/Stack A" }
     }
 
-    func setUp(cap: UInt64? = nil) throws -> Setup {
-        let stacks = try TwoStacks(appsA: [(UA.editor, [])])
+    func setUp(cap: UInt64? = nil, appsA: [(id: String, types: [String])] = [(UA.editor, [])]) throws -> Setup {
+        let stacks = try TwoStacks(appsA: appsA)
         let recorder = try LaunchRecorder(directory: stacks.b.session.root)
         let record = stacks.b.session.root + "/editor.argv"
         try stacks.b.session.writeDesktopEntry(appID: UA.editor, types: [], exec: recorder.command(recordingTo: record).joined(separator: " ") + " %U",
