@@ -115,27 +115,14 @@ print("%d %.1f" % (result["bytes"], (result["end"] - start) * 1000))
         print("MEASURE handoffd A VmRSS \(before.a.rss) → \(after.a.rss) kB (peak \(before.a.peak) → \(after.a.peak) kB); handoffd B VmRSS \(before.b.rss) → \(after.b.rss) kB (peak \(before.b.peak) → \(after.b.peak) kB)")
 
         // Adverts (BecomeCurrent on A until B's device signals it), idle and then during a second transfer of the file.
-        let watcher = try Connection.bus(address: stacks.b.bus.address)
+        let watcher = try AdvertTitleWatcher(busAddress: stacks.b.bus.address, devicePath: onB)
         defer { watcher.close() }
-        try watcher.addMatch("type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',path='\(onB)'")
-        var lastTitle = ""
-        try watcher.addFilter { message in
-            if message.member == "PropertiesChanged", let arguments = try? message.arguments(), arguments.count >= 2,
-               let activity = arguments[1].stringVariantEntries?.first(where: { $0.0 == "CurrentActivity" })?.1,
-               let title = activity.stringVariantEntries?.first(where: { $0.0 == "title" })?.1.stringValue {
-                lastTitle = title
-            }
-            return false
-        }
         func advert(_ title: String) throws -> Double {
             let start = now()
             _ = try stacks.a.becomeCurrent(app: UA.editor, type: "org.example.UserActivity.open-document", [
                 ("title", .string(title)), ("user-info", .stringVariantDictionary([("uri", .string("file://" + stacks.a.session.home + "/Documents/notes.txt"))])),
             ])
-            #expect(waitUntil(timeout: 10, interval: 0) {
-                watcher.readWriteDispatch(timeoutMilliseconds: 5)
-                return lastTitle == title
-            }, "\(stacks.logs)")
+            #expect(watcher.waitForTitle(title), "\(stacks.logs)")
             return now() - start
         }
         let idle = try (0..<100).map { try advert("idle \($0)") }

@@ -63,28 +63,15 @@ struct MeasurementTests {
         var pings: [Double] = []
 
         // Advert latency: BecomeCurrent on A until B's device emits the new CurrentActivity.
-        let watcher = try Connection.bus(address: stacks.b.bus.address)
+        let watcher = try AdvertTitleWatcher(busAddress: stacks.b.bus.address, devicePath: onB)
         defer { watcher.close() }
-        try watcher.addMatch("type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',path='\(onB)'")
-        var lastTitle = ""
-        try watcher.addFilter { message in
-            if message.member == "PropertiesChanged", let arguments = try? message.arguments(), arguments.count >= 2,
-               let activity = arguments[1].stringVariantEntries?.first(where: { $0.0 == "CurrentActivity" })?.1,
-               let title = activity.stringVariantEntries?.first(where: { $0.0 == "title" })?.1.stringValue {
-                lastTitle = title
-            }
-            return false
-        }
         var adverts: [Double] = []
         for index in 0..<200 {
             pings.append(try ping())
             let title = "advert \(index)"
             let start = now()
             _ = try stacks.a.becomeCurrent(app: UA.editor, type: UA.editType, [("title", .string(title))])
-            let seen = waitUntil(timeout: 10, interval: 0) {
-                watcher.readWriteDispatch(timeoutMilliseconds: 5)
-                return lastTitle == title
-            }
+            let seen = watcher.waitForTitle(title)
             #expect(seen, "\(stacks.logs)")
             adverts.append(now() - start)
         }
