@@ -53,8 +53,10 @@ final class HandoffDaemon {
     var pairing = PairingMachine()
     var agent: (sender: String, path: String)?
     var confinedCallers: [String: Bool] = [:]
-    var service: GObjectRef?
-    var incomingHandler: SignalHandler?
+    /// The listening socket while enabled.
+    var service: ConnectionListener?
+    /// Which connections are taken while they authenticate.
+    let admission = ConnectionAdmission()
     var socketClient: GObjectRef?
     var boundPort: UInt16 = 0
     var links: [PeerLink] = []
@@ -273,8 +275,7 @@ final class HandoffDaemon {
 
     func disable() {
         discovery?.withdraw()
-        if let service { g_socket_service_stop(service.as(GSocketService.self)); g_socket_listener_close(service.as(GSocketListener.self)) }
-        incomingHandler = nil
+        service?.stop()
         service = nil
         boundPort = 0
         for link in links { link.close(reason: "handoff turned off") }
@@ -283,61 +284,20 @@ final class HandoffDaemon {
     }
 
     private func listen() throws {
-        let service = g_socket_service_new()!
-        let ref = GObjectRef(taking: UnsafeMutableRawPointer(service))
-        let address = g_inet_socket_address_new_from_string(listenHost, UInt32(listenPort))
-        guard let address else { throw HandoffError("InvalidArgument", "cannot listen on \(listenHost):\(listenPort)") }
-        defer { g_object_unref(address) }
-        var effective: UnsafeMutablePointer<GSocketAddress>?
-        _ = try gioCall("g_socket_listener_add_address") { error in
-            g_socket_listener_add_address(gcast(UnsafeMutableRawPointer(service)), gcast(UnsafeMutableRawPointer(address)),
-                                          G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, nil, &effective, error) != 0 ? true : nil
-        }
-        if let effective {
-            boundPort = g_inet_socket_address_get_port(gcast(UnsafeMutableRawPointer(effective)))
-            g_object_unref(effective)
-        }
-        incomingHandler = connectIncoming(ref.raw) { [weak self] connection in
-            guard let self, let connection, let certificate = self.certificate else { return }
+        let listener = try ConnectionListener(host: listenHost, port: listenPort, loop: loop, scheduler: scheduler, log: log) { [weak self] connection in
+            guard let self, let certificate = self.certificate else { return }
             let address = remoteAddress(of: connection)
-            // Not accepted: GIO drops the connection once the signal returns.
-            if let refusal = self.admissionRefusal(from: address) {
-                return self.logRefusal(refusal)
-            }
+            // Not taken: the connection is closed when the listener lets it go.
+            guard self.admit(connectionFrom: address) else { return }
             let link = self.makeLink(role: .server, address: address)
             link.accept(connection: connection, certificate: certificate)
         }
-        g_socket_service_start(service)
-        self.service = ref
+        boundPort = listener.port
+        service = listener
         log.info("listening on \(listenHost):\(boundPort) as \(identity?.deviceID ?? "-")")
     }
 
     // MARK: Links
-
-    /// Connections that have not authenticated yet (handshake and hello):
-    /// at most this many in all, and from one address.
-    static let maximumUnauthenticated = 64
-    static let maximumUnauthenticatedPerAddress = 8
-
-    /// Why an incoming connection from `address` is not taken, or nil.
-    func admissionRefusal(from address: String) -> String? {
-        let waiting = links.filter { $0.role == .server && !$0.helloReceived && !$0.isClosed }
-        if waiting.count >= Self.maximumUnauthenticated { return "\(waiting.count) connections are still authenticating" }
-        let host = hostPart(of: address)
-        if waiting.lazy.filter({ hostPart(of: $0.address) == host }).count >= Self.maximumUnauthenticatedPerAddress {
-            return "\(Self.maximumUnauthenticatedPerAddress) connections from \(host) are still authenticating"
-        }
-        return nil
-    }
-
-    /// One log line per burst of refusals, not one per connection.
-    func logRefusal(_ reason: String) {
-        refusedSinceLog += 1
-        guard now >= refusalLogAllowedAt else { return }
-        log.warning("refusing new connections: \(reason) (\(refusedSinceLog) refused)")
-        refusedSinceLog = 0
-        refusalLogAllowedAt = now + 10_000_000
-    }
 
     func makeLink(role: PeerLink.Role, address: String) -> PeerLink {
         linkSerial += 1

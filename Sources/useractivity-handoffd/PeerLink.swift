@@ -120,9 +120,22 @@ final class PeerLink {
         g_socket_client_connect_to_host_async(client, address, 0, cancellablePointer, callback, data)
     }
 
-    /// Takes an accepted TCP connection and runs the TLS server handshake.
+    /// Takes an accepted TCP connection and runs the TLS server handshake
+    /// once the client's first record is there (``ClientHelloGate``).
     func accept(connection: UnsafeMutableRawPointer, certificate: GObjectRef) {
-        startTLS(on: GObjectRef(retaining: connection), certificate: certificate)
+        let connection = GObjectRef(retaining: connection)
+        self.connection = connection
+        guard let fd = socketDescriptor else { return }
+        let ready = { [weak self] () -> Bool in
+            guard let self, !self.isClosed else { return false }
+            switch ClientHelloGate.state(of: fd) {
+            case .waiting: return true
+            case .closed: self.close(reason: "\(self.address) closed the connection before its handshake")
+            case .complete: self.startTLS(on: connection, certificate: certificate)
+            }
+            return false
+        }
+        if ready() { readWatch = loop.onFileDescriptor(fd, condition: G_IO_IN, nested: .skipped) { _ in ready() } }
     }
 
     private func startTLS(on connection: GObjectRef, certificate: GObjectRef) {
@@ -397,12 +410,19 @@ final class PeerLink {
     func close(reason: String) {
         guard !isClosed else { return }
         isClosed = true
-        log.info("link \(serial) (\(role.rawValue), \(address)) closed: \(reason)")
+        // A stranger's connection that never authenticated is not worth a line
+        // each: under a flood the refusals are summed up instead.
+        log.log(level: role == .server && peerKeyID.isEmpty ? .debug : .info, "link \(serial) (\(role.rawValue), \(address)) closed: \(reason)")
         g_cancellable_cancel(cancellablePointer)
         readWatch?.cancel()
         writeWatch?.cancel()
         acceptHandler = nil
-        if let tls { g_io_stream_close_async(tls.as(GIOStream.self), G_PRIORITY_DEFAULT, nil, nil, nil) }
+        if let tls {
+            g_io_stream_close_async(tls.as(GIOStream.self), G_PRIORITY_DEFAULT, nil, nil, nil)
+        } else if let connection {
+            // Closed before its handshake: the descriptor goes now, not when the link is released.
+            g_io_stream_close(connection.as(GIOStream.self), nil, nil)
+        }
         onClosed?(self, reason)
         onClosed = nil
         onDataDrained = nil
