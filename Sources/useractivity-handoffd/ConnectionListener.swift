@@ -16,6 +16,13 @@ import Logging
 /// failed accept stops watching the socket for a while (``AcceptBackoff``),
 /// with one log line per pause, and the scheduler resumes it; connections
 /// wait in the kernel's backlog meanwhile.
+///
+/// It pauses before that too: the kernel gives an accepted connection the
+/// lowest free descriptor, so its number says how many are in use at
+/// least; one within ``headroom(limit:)`` of the process's limit is closed
+/// at once and accepting pauses, leaving the rest to what the daemon needs
+/// them for (its bus, TLS threads' wake-ups, files, paired devices). GLib
+/// aborts when it cannot make a wake-up pipe.
 final class ConnectionListener {
     /// Connections the kernel queues while the daemon is not accepting.
     static let backlog: Int32 = 128
@@ -31,6 +38,11 @@ final class ConnectionListener {
     private var watch: GLibSource?
     private var resume: ScheduledWork?
     private var backoff = AcceptBackoff()
+    /// Accepted descriptors from this number on are closed at once.
+    private let highestDescriptor: Int32
+
+    /// Descriptors kept free of connections: an eighth of the limit, at least 16.
+    static func headroom(limit: Int) -> Int { max(16, limit / 8) }
 
     /// Listens on `host:port` (port 0: any free one); `onConnection` gets each
     /// accepted `GSocketConnection`, to retain if it keeps it.
@@ -54,6 +66,9 @@ final class ConnectionListener {
         self.scheduler = scheduler
         self.log = log
         self.onConnection = onConnection
+        var limit = rlimit()
+        let soft = getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 ? Int(clamping: limit.rlim_cur) : 1024
+        highestDescriptor = Int32(clamping: soft - Self.headroom(limit: soft))
         startWatching()
     }
 
@@ -82,7 +97,12 @@ final class ConnectionListener {
             } catch let failure where failure.wouldBlock {
                 return true
             } catch {
-                pause(after: error)
+                pause(because: error.message)
+                return false
+            }
+            if g_socket_get_fd(accepted) >= highestDescriptor {
+                g_object_unref(accepted)
+                pause(because: "descriptors are running low")
                 return false
             }
             backoff.succeeded()
@@ -95,9 +115,9 @@ final class ConnectionListener {
     }
 
     /// Stops accepting for a while: out of descriptors, accepting again at once would fail again.
-    private func pause(after failure: GIOFailure) {
+    private func pause(because reason: String) {
         let milliseconds = backoff.failed()
-        log.warning("cannot accept connections: \(failure.message); accepting again in \(milliseconds) ms (pause \(backoff.pauses))")
+        log.warning("not accepting connections: \(reason); accepting again in \(milliseconds) ms (pause \(backoff.pauses))")
         watch?.cancel()
         watch = nil
         resume = scheduler.after(milliseconds: milliseconds) { [weak self] in

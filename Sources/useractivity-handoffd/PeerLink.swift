@@ -417,8 +417,15 @@ final class PeerLink {
         readWatch?.cancel()
         writeWatch?.cancel()
         acceptHandler = nil
-        if let tls {
+        if let tls, isHandshakeDone {
             g_io_stream_close_async(tls.as(GIOStream.self), G_PRIORITY_DEFAULT, nil, nil, nil)
+        } else if tls != nil, let fd = socketDescriptor {
+            // Mid-handshake: the peer is cut off now and the cancelled
+            // handshake thread returns at once; the descriptor goes with the
+            // last reference (not closed here, so its number cannot be reused
+            // under that thread). No TLS close: it would wait for a pool
+            // thread of its own.
+            shutdown(fd, Int32(SHUT_RDWR))
         } else if let connection {
             // Closed before its handshake: the descriptor goes now, not when the link is released.
             g_io_stream_close(connection.as(GIOStream.self), nil, nil)
