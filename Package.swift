@@ -70,7 +70,7 @@ let package = Package(
         // Handoff between devices, plain Swift: frames, pairing code and
         // rules, pinned devices, what may be advertised. No GLib, no network,
         // no SQLite; SHA-256 comes from GnuTLS, which handoffd links anyway.
-        .target(name: "HandoffCore", dependencies: ["TypedValues", "CGnuTLS"]),
+        .target(name: "HandoffCore", dependencies: ["TypedValues", "UserActivityCore", "CGnuTLS"]),
         // The network-facing daemon: GIO TLS sockets on the GLib loop, GnuTLS
         // for its key, D-Bus objects of org.example.UserActivity.Handoff,
         // Avahi (HandoffDiscovery) to find and be found. The one exception to
@@ -137,7 +137,7 @@ let package = Package(
         .testTarget(name: "SandboxTests", dependencies: ["TestSupport"]),
         .testTarget(name: "DiscoveryTests", dependencies: ["TestSupport", "HandoffDiscovery", "TypedValues", "DBusKit"]),
         .testTarget(name: "HardeningTests", dependencies: ["TestSupport", "DBusKit", "TypedValues", "UserActivityCore", "UserActivityService", "UserActivityInterfaces", "GLibSupport", "ActivityStore", "UserActivity", "FuzzGenerators"]),
-        .testTarget(name: "HandoffCoreTests", dependencies: ["HandoffCore", "TypedValues"]),
+        .testTarget(name: "HandoffCoreTests", dependencies: ["HandoffCore", "TypedValues", "UserActivityCore"]),
         .testTarget(name: "HandoffTests", dependencies: ["TestSupport", "DBusKit", "TypedValues", "HandoffCore"]),
         // The browser host: protocol property tests, coalescing on a ManualScheduler, the built host on a private bus.
         .testTarget(name: "BrowserHostTests", dependencies: ["BrowserHost", "BrowserHostProtocol", "GLibSupport", "SchedulerTestSupport", "TestSupport", "DBusKit", "TypedValues"]),
