@@ -2,8 +2,8 @@
 import HandoffCore
 
 /// Which incoming connections are taken while they authenticate: the
-/// policy is ``ConnectionAdmission``; here it meets the daemon's links.
-extension HandoffDaemon {
+/// policy is ``ConnectionAdmission``; here it meets the links.
+extension PeerLinks {
     /// Whether a new connection from `address` is taken, after closing the
     /// waiting connection the policy gives its slot to, if any.
     func admit(connectionFrom address: String) -> Bool {
@@ -29,7 +29,7 @@ extension HandoffDaemon {
     /// Where paired devices were last seen: their connections are closed last to make room.
     var pairedDeviceGroups: Set<String> {
         var groups = Set<String>()
-        for device in devices.values where device.paired {
+        for device in context.devices.values where device.paired {
             if !device.address.isEmpty { groups.insert(ConnectionAdmission.group(ofHost: hostPart(of: device.address))) }
             if let link = device.link { groups.insert(ConnectionAdmission.group(ofHost: hostPart(of: link.address))) }
         }
@@ -39,9 +39,9 @@ extension HandoffDaemon {
     /// One log line per ten seconds of refusals and evictions, not one per connection.
     func noteAdmissionPressure(_ what: String) {
         refusedSinceLog += 1
-        guard now >= refusalLogAllowedAt else { return }
-        log.warning("\(what) (\(refusedSinceLog) connection\(refusedSinceLog == 1 ? "" : "s") refused or closed for room)")
+        guard context.now >= refusalLogAllowedAt else { return }
+        context.log.warning("\(what) (\(refusedSinceLog) connection\(refusedSinceLog == 1 ? "" : "s") refused or closed for room)")
         refusedSinceLog = 0
-        refusalLogAllowedAt = now + 10_000_000
+        refusalLogAllowedAt = context.now + 10_000_000
     }
 }
