@@ -86,6 +86,23 @@ public struct ConnectionAdmission: Sendable {
         return .admitEvicting(id: victim.id, reason: "\(waiting.count) connections are still authenticating, \(counts[victimGroup] ?? 0) of them from \(victimGroup)")
     }
 
+    /// Server handshakes running at once. GIO runs each on a thread of
+    /// GLib's pool (ten threads, grown slowly when they are all blocked),
+    /// and a stranger that sends a ClientHello and then nothing holds its
+    /// thread until closed; with more of those than the pool has threads,
+    /// a paired device's handshake would queue behind them.
+    public static let handshakesAtOnce = 8
+
+    /// With every handshake slot taken, the handshake to stop for a new
+    /// one: the oldest, not of a paired device's group if there is another.
+    /// A genuine handshake takes milliseconds; the oldest running one is the
+    /// likeliest to be a stranger's that stopped halfway. Nil while a slot is free.
+    public static func handshakeToStop(running: [Waiting], preferred: Set<String> = [], slots: Int = handshakesAtOnce) -> Int? {
+        guard running.count >= slots else { return nil }
+        let strangers = running.filter { !preferred.contains($0.group) }
+        return (strangers.isEmpty ? running : strangers).min { $0.since < $1.since }?.id
+    }
+
     /// The group of a host (an address without its port, IPv6 with or
     /// without brackets): an IPv4 address itself (also when IPv4-mapped),
     /// the /64 prefix of an IPv6 address, anything else unchanged.

@@ -64,7 +64,15 @@ final class PeerLink {
     private var isWriting = false
     /// Frames queued before the handshake finished wait for it: a non-blocking
     /// write during the handshake would only report that it would block.
-    private var isHandshakeDone = false
+    private(set) var isHandshakeDone = false
+    /// An accepted connection's whole ClientHello is there: asks for a
+    /// handshake slot, then calls ``startServerHandshake()``. Unset, the
+    /// handshake starts at once.
+    var onClientHello: ((PeerLink) -> Void)?
+    /// The server handshake runs (on a pool thread) since this serial
+    /// (``PeerLinks``' count of handshakes started); nil before it started.
+    var handshakeStartedAt: Int?
+    private var startHandshake: (() -> Void)?
     /// The socket took no more: the rest waits for `writeWatch`.
     private var waitingForRoom = false
     /// Close once everything queued is written (after a last frame).
@@ -131,11 +139,20 @@ final class PeerLink {
             switch ClientHelloGate.state(of: fd) {
             case .waiting: return true
             case .closed: self.close(reason: "\(self.address) closed the connection before its handshake")
-            case .complete: self.startTLS(on: connection, certificate: certificate)
+            case .complete:
+                self.startHandshake = { [unowned self] in self.startTLS(on: connection, certificate: certificate) }
+                if let onClientHello = self.onClientHello { onClientHello(self) } else { self.startServerHandshake() }
             }
             return false
         }
         if ready() { readWatch = loop.onFileDescriptor(fd, condition: G_IO_IN, nested: .skipped) { _ in ready() } }
+    }
+
+    /// Runs the server handshake of an accepted connection whose ClientHello is there.
+    func startServerHandshake() {
+        let start = startHandshake
+        startHandshake = nil
+        start?()
     }
 
     private func startTLS(on connection: GObjectRef, certificate: GObjectRef) {

@@ -26,6 +26,22 @@ extension PeerLinks {
         }
     }
 
+    /// A stranger's ClientHello is there: its handshake starts, in place of
+    /// the oldest running one when all slots are taken.
+    func handshakeSlot(for link: PeerLink) {
+        let running = links.filter { $0.role == .server && $0.handshakeStartedAt != nil && !$0.isHandshakeDone && !$0.isClosed }
+        let waiting = running.map {
+            ConnectionAdmission.Waiting(id: $0.serial, group: ConnectionAdmission.group(ofHost: hostPart(of: $0.address)), since: Int64($0.handshakeStartedAt ?? 0))
+        }
+        if let id = ConnectionAdmission.handshakeToStop(running: waiting, preferred: pairedDeviceGroups) {
+            noteAdmissionPressure("stopping the oldest handshake: \(running.count) are running")
+            running.first { $0.serial == id }?.close(reason: "its handshake stopped for a newer one")
+        }
+        handshakesStarted += 1
+        link.handshakeStartedAt = handshakesStarted
+        link.startServerHandshake()
+    }
+
     /// Where paired devices were last seen: their connections are closed last to make room.
     var pairedDeviceGroups: Set<String> {
         var groups = Set<String>()

@@ -41,6 +41,8 @@ final class PeerLinks {
     var service: ConnectionListener?
     /// Which connections are taken while they authenticate.
     let admission = ConnectionAdmission()
+    /// Server handshakes started so far (the order of ``PeerLink/handshakeStartedAt``).
+    var handshakesStarted = 0
     var socketClient: GObjectRef?
     var boundPort: UInt16 = 0
     var links: [PeerLink] = []
@@ -99,6 +101,7 @@ final class PeerLinks {
             // Not taken: the connection is closed when the listener lets it go.
             guard self.admit(connectionFrom: address) else { return }
             let link = self.makeLink(role: .server, address: address)
+            link.onClientHello = { [weak self] link in self?.handshakeSlot(for: link) }
             link.accept(connection: connection, certificate: certificate)
         }
         boundPort = listener.port

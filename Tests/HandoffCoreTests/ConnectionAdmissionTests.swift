@@ -79,6 +79,15 @@ import Testing
         #expect(evicted(admission.decide(group: "z", waiting: oldestIsPaired, preferred: ["p"])) == 2)
     }
 
+    @Test func withEveryHandshakeSlotTakenTheOldestStrangersHandshakeStops() {
+        let running = waiting(["a", "p", "b", "c"])
+        #expect(ConnectionAdmission.handshakeToStop(running: running, slots: 5) == nil)
+        #expect(ConnectionAdmission.handshakeToStop(running: running, slots: 4) == 1)
+        let pairedFirst = waiting(["p", "a", "b", "c"])
+        #expect(ConnectionAdmission.handshakeToStop(running: pairedFirst, preferred: ["p"], slots: 4) == 2)
+        #expect(ConnectionAdmission.handshakeToStop(running: waiting(["p", "p"]), preferred: ["p"], slots: 2) == 1)
+    }
+
     @Test func addressGroups() {
         #expect(ConnectionAdmission.group(ofHost: "192.0.2.1") == "192.0.2.1")
         #expect(ConnectionAdmission.group(ofHost: "::ffff:192.0.2.1") == "192.0.2.1")

@@ -186,6 +186,15 @@ struct FloodMeasurementTests {
         return Double(time.tv_sec) * 1000 + Double(time.tv_nsec) / 1_000_000
     }
 
+    /// User and system CPU time of a process so far.
+    func cpuMilliseconds(_ pid: pid_t) -> Double {
+        let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+        // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+        let fields = stat.split(separator: ")").last?.split(separator: " ") ?? []
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) * 1000 / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
     func report(_ name: String, _ values: [Double]) {
         let sorted = values.sorted()
         func percentile(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
@@ -233,17 +242,20 @@ struct FloodMeasurementTests {
 
         _ = try adverts(20)
         let idleAdverts = try adverts(100)
-        let idleReconnects = try reconnects(5)
+        let idleReconnects = try reconnects(10)
         let flood = try ConnectionExhaustionTests.startFlood(lan, port: a.port, connections: 2000, directory: a.session.root)
         defer { flood.terminate(grace: 0.5) }
         let stats = try ConnectionExhaustionTests.waitUntilOpened(flood, 2000)
+        let pid = try #require(a.handoffd?.pid)
+        let (cpuBefore, wallBefore) = (cpuMilliseconds(pid), now())
         let floodAdverts = try adverts(100)
-        let floodReconnects = try reconnects(5)
+        let floodReconnects = try reconnects(10)
+        let cpuShare = (cpuMilliseconds(pid) - cpuBefore) / (now() - wallBefore)
         report("advert, idle", idleAdverts)
         report("advert, 2000 strangers' connections", floodAdverts)
         report("paired device reconnect (start → advert on B), idle", idleReconnects)
         report("paired device reconnect (start → advert on B), 2000 strangers' connections", floodReconnects)
-        print("MEASURE flood during the figures: \(stats)")
+        print(String(format: "MEASURE flood during the figures: %@; handoffd A's CPU while flooded: %.0f%% of a core", stats, cpuShare * 100))
         #expect(a.handoffd?.waitForExit(timeout: 0.1) == nil, "\(logs())")
     }
 }
