@@ -28,6 +28,10 @@ final class ConnectionListener {
     static let backlog: Int32 = 128
     /// Accepted per wake-up, so that a burst does not hold up the rest of the loop.
     static let acceptsPerWakeup = 64
+    /// New connections, and strangers' until their ClientHello is there, wait
+    /// while the bus and established links have something ready: under a
+    /// flood of connections, a paired device's frames go first.
+    static let priority = G_PRIORITY_LOW
 
     let port: UInt16
     private let socket: GObjectRef
@@ -83,7 +87,8 @@ final class ConnectionListener {
     }
 
     private func startWatching() {
-        watch = loop.onFileDescriptor(g_socket_get_fd(socket.as(GSocket.self)), condition: G_IO_IN, nested: .skipped) { [weak self] _ in
+        watch = loop.onFileDescriptor(g_socket_get_fd(socket.as(GSocket.self)), condition: G_IO_IN, nested: .skipped,
+                                      priority: Self.priority) { [weak self] _ in
             self?.acceptWaiting() ?? false
         }
     }

@@ -145,7 +145,9 @@ final class PeerLink {
             }
             return false
         }
-        if ready() { readWatch = loop.onFileDescriptor(fd, condition: G_IO_IN, nested: .skipped) { _ in ready() } }
+        if ready() {
+            readWatch = loop.onFileDescriptor(fd, condition: G_IO_IN, nested: .skipped, priority: ConnectionListener.priority) { _ in ready() }
+        }
     }
 
     /// Runs the server handshake of an accepted connection whose ClientHello is there.
