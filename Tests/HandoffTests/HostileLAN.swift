@@ -167,22 +167,12 @@ final class HostileLAN: @unchecked Sendable {
         for name in namespaces { _ = try? Self.ip(["netns", "del", name]) }
     }
 
-    @discardableResult
-    private static func ip(_ arguments: [String]) throws -> CommandResult {
-        let result = try runCommand("ip", arguments, environment: ["PATH": standardSearchPath], timeout: 20)
-        guard result.succeeded else { throw CommandFailure(result: result) }
-        return result
+    private static func ip(_ arguments: [String]) throws {
+        try NetworkNamespaceTools.ip(arguments)
     }
 
     private static func deleteStaleNamespaces() {
-        guard let list = try? runCommand("ip", ["netns", "list"], environment: ["PATH": standardSearchPath]) else { return }
-        for line in list.stdout.split(separator: "\n") {
-            let name = String(line.split(separator: " ").first ?? "")
-            guard name.hasPrefix(prefix) else { continue }
-            let pidText = name.dropFirst(prefix.count).split(separator: "-").first.map(String.init) ?? ""
-            guard let pid = Int32(pidText), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
-            _ = try? ip(["netns", "del", name])
-        }
+        NetworkNamespaceTools.deleteStale(prefix: prefix)
     }
 }
 
