@@ -205,6 +205,8 @@ extension HandoffDaemon {
         case .registerAgent:
             agent = (sender, arguments[0].objectPathValue ?? "/")
             reply(message)
+            // Discoverable devices nearby may be dialed now that someone could pair.
+            republish()
         case .unregisterAgent:
             if agent?.sender == sender && agent?.path == arguments[0].objectPathValue { agent = nil }
             reply(message)

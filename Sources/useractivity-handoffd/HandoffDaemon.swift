@@ -94,6 +94,8 @@ final class HandoffDaemon {
     lazy var streams = StreamRelay(loop: loop, log: log)
     /// Documents of open-document activities sent to and brought from paired devices.
     var transfers = FileTransfers()
+    /// The token and certificate shown while not Discoverable.
+    let disguise = NetworkDisguise()
 
     init(bus: Connection, loop: MainLoop, log: Logger, directory: StateDirectory, listen: String,
          environment: [String: String], scheduler: Scheduler? = nil) throws {
@@ -190,6 +192,7 @@ final class HandoffDaemon {
         for device in devices.values { due += device.fetchDeadlines.values }
         due += fileTransferDeadlines
         if let off = discoverableWindow.nextDue(timeoutSeconds: state.discoverableTimeout) { due.append(off) }
+        if disguise.rotation.due < .max { due.append(disguise.rotation.due) }
         if state.enabled, service != nil {
             due += devices.values.filter(needsReconnect).map(\.reconnectAt)
         }
@@ -242,12 +245,13 @@ final class HandoffDaemon {
         }
         guard let identity else { return }
         certificate = try tlsCertificate(pem: identity.certificatePEM + identity.keyPEM)
+        try startDisguise()
         try listen()
         let client = g_socket_client_new()!
         g_socket_client_set_enable_proxy(client, CGLIB_FALSE)
         g_socket_client_set_timeout(client, 10)
         socketClient = GObjectRef(taking: UnsafeMutableRawPointer(client))
-        for device in devices.values where !device.address.isEmpty { dial(device.address) }
+        for device in devices.values where !device.address.isEmpty { dial(device.address, device: device) }
         for address in state.pendingPeers { dial(address) }
         republish()
     }
@@ -256,19 +260,22 @@ final class HandoffDaemon {
     func republish() {
         guard let discovery else { return }
         guard state.enabled, boundPort > 0, let identity else { return discovery.withdraw() }
-        discovery.publish(port: boundPort, txt: DiscoveryDecision.txt(deviceID: identity.deviceID, name: state.deviceName, discoverable: discoverable))
+        discovery.publish(port: boundPort, txt: DiscoveryDecision.txt(deviceID: identity.deviceID, name: state.deviceName, discoverable: discoverable,
+                                                                      token: disguise.token))
     }
 
     /// A DNS-SD browser found `_useractivity._tcp` somewhere.
     func peerFound(_ found: DiscoveryDecision.Found) {
         let paired = Set(devices.values.filter(\.paired).map(\.id))
         let reachable = Set(devices.values.filter(\.reachable).map(\.id))
-        guard case .dial(let address) = DiscoveryDecision.action(for: found, ownID: identity?.deviceID ?? "", paired: paired, reachable: reachable),
+        guard case .dial(let address) = DiscoveryDecision.action(for: found, ownID: identity?.deviceID ?? "", paired: paired, reachable: reachable,
+                                                                       mayPair: discoverable || agent != nil),
               !links.contains(where: { $0.address == address && !$0.isClosed })
         else { return }
-        if let id = found.deviceID, let device = devices[id], device.paired { device.address = address }
+        let device = found.deviceID.flatMap { devices[$0] }
+        if let device, device.paired { device.address = address }
         log.info("dialing \(address), found through discovery")
-        dial(address)?.foundByDiscovery = true
+        dial(address, device: device)?.foundByDiscovery = true
     }
 
     func disable() {
@@ -280,6 +287,7 @@ final class HandoffDaemon {
         for link in links { link.close(reason: "handoff turned off") }
         links.removeAll()
         discoverableWindow.set(false, now: now)
+        disguise.stop()
     }
 
     private func listen() throws {
@@ -298,14 +306,15 @@ final class HandoffDaemon {
             g_object_unref(effective)
         }
         incomingHandler = connectIncoming(ref.raw) { [weak self] connection in
-            guard let self, let connection, let certificate = self.certificate else { return }
+            guard let self, let connection, let shown = self.certificateForStrangers else { return }
             let address = remoteAddress(of: connection)
             // Not accepted: GIO drops the connection once the signal returns.
             if let refusal = self.admissionRefusal(from: address) {
                 return self.logRefusal(refusal)
             }
             let link = self.makeLink(role: .server, address: address)
-            link.accept(connection: connection, certificate: certificate)
+            link.showedEphemeralCertificate = shown.ephemeral
+            link.accept(connection: connection, certificate: shown.certificate)
         }
         g_socket_service_start(service)
         self.service = ref
@@ -341,10 +350,14 @@ final class HandoffDaemon {
 
     func makeLink(role: PeerLink.Role, address: String) -> PeerLink {
         linkSerial += 1
+        final class Box { weak var link: PeerLink? }
+        let box = Box()
         let link = PeerLink(role: role, serial: linkSerial, address: address, loop: loop, scheduler: scheduler, log: log,
                             keepaliveSeconds: keepaliveSeconds, handshakeSeconds: handshakeSeconds) { [weak self] key in
-            self?.acceptsKey(key, role: role) ?? false
+            guard let self, let link = box.link else { return false }
+            return self.acceptsKey(key, on: link)
         }
+        box.link = link
         // Each may add a deadline (a keepalive, a pairing, a fetch, a reconnect).
         link.onEstablished = { [weak self] link in self?.established(link); self?.rescheduleTick() }
         link.onFrame = { [weak self] link, frame in self?.received(frame, on: link); self?.rescheduleTick() }
@@ -356,28 +369,34 @@ final class HandoffDaemon {
         return link
     }
 
+    /// Dials `address`; `device` when it is a known device (see ``prepareDial(_:to:)``).
     @discardableResult
-    func dial(_ address: String) -> PeerLink? {
-        guard let client = socketClient, let certificate else { return nil }
+    func dial(_ address: String, device: DeviceObject? = nil) -> PeerLink? {
+        guard let client = socketClient, certificate != nil else { return nil }
         let link = makeLink(role: .client, address: address)
-        link.connect(client: client.as(GSocketClient.self), certificate: certificate)
+        guard let shown = prepareDial(link, to: device) else { return nil }
+        link.connect(client: client.as(GSocketClient.self), certificate: shown)
         return link
     }
 
     /// The pin policy in the handshake: a paired key always; an unknown key
     /// only for pairing: dialed by this device (AddPeer, a person's Pair),
-    /// or while Discoverable, or with a pairing in progress for it.
-    func acceptsKey(_ key: [UInt8], role: PeerLink.Role) -> Bool {
+    /// or while Discoverable, or with a pairing in progress for it; or a
+    /// key that must then prove it is paired (``beginProofPhase(_:)``).
+    /// Dialing a paired device with pinned keys, only its key.
+    func acceptsKey(_ key: [UInt8], on link: PeerLink) -> Bool {
         let id = Hex.encode(key)
         if id == identity?.deviceID { return false }
+        if let expected = link.expectedKeyID { return key == expected }
         if devices[id]?.paired == true { return true }
         // Only to tell it that it was unpaired while away.
         if devices[id]?.tellUnpair == true { return true }
-        if role == .client { return true }
-        return discoverable || pairing.current?.peer == id
+        if link.role == .client { return true }
+        return link.showedEphemeralCertificate || discoverable || pairing.current?.peer == id
     }
 
     private func established(_ link: PeerLink) {
+        if beginProofPhase(link) { return }
         let id = link.peerDeviceID
         link.isPaired = devices[id]?.paired == true
         // The server speaks first; the client answers the server's hello.
@@ -424,6 +443,7 @@ final class HandoffDaemon {
     }
 
     private func received(_ frame: Frame, on link: PeerLink) {
+        if link.awaitingProof { return receivedDuringProof(frame, on: link) }
         switch frame.kind {
         case .hello: receivedHello(frame, on: link)
         case .keepalive: break
@@ -436,6 +456,9 @@ final class HandoffDaemon {
         case .fetch, .fetchReply, .continued, .error, .continueFailed: receivedContinuation(frame, on: link)
         case .streamOpen, .streamData, .streamCredit, .streamClose: receivedStream(frame, on: link)
         case .fileRequest, .fileHeader, .fileData, .fileCredit, .fileEnd: receivedFile(frame, on: link)
+        case .proof: receivedProof(frame, on: link)
+        case .proofAccepted: protocolError(link, "a proof answer it was not asked for")
+        case .pairKeys: receivedPairKeys(frame, on: link)
         }
     }
 
@@ -449,6 +472,7 @@ final class HandoffDaemon {
             return
         }
         link.helloReceived = true
+        log.info("link \(link.serial) (\(link.role.rawValue), \(link.address)) up after \(Double(now - link.createdAt) / 1000) ms")
         let id = link.peerDeviceID
         // An unknown key that got through the handshake just before Discoverable went off.
         if devices[id]?.paired != true && devices[id]?.tellUnpair != true && link.role == .server && !discoverable
@@ -504,13 +528,16 @@ final class HandoffDaemon {
             persistDevice(device)
             reply(call, [.objectPath(device.path)])
         }
+        exchangeMissingSecrets(on: link)
         if device.paired { link.send(AdvertDecision.frame(for: advertised)) }
     }
 
     func persistDevice(_ device: DeviceObject) {
         device.wasKept = true
+        let kept = state.devices[device.id]
         state.devices[device.id] = KnownDevice(id: device.id, name: device.name, address: device.address, paired: device.paired,
-                                               tellUnpair: device.tellUnpair)
+                                               tellUnpair: device.tellUnpair, linkSecret: kept?.linkSecret ?? [],
+                                               resolvingKey: kept?.resolvingKey ?? [])
         save()
     }
 
@@ -629,6 +656,7 @@ final class HandoffDaemon {
             device.paired = true
             device.link?.isPaired = true
             persistDevice(device)
+            if let link = device.link { sendPairKeys(on: link, derive: true) }
             log.info("paired with \(device.name) (\(device.id))")
             completion(.success(DeviceChanges(changed: [.paired])))
             device.link?.send(AdvertDecision.frame(for: advertised))
@@ -812,7 +840,7 @@ final class HandoffDaemon {
     }
 
     /// A frame from a peer that cannot be served: the link drops (logged once), nothing else is affected.
-    private func protocolError(_ link: PeerLink, _ what: String) {
+    func protocolError(_ link: PeerLink, _ what: String) {
         link.close(reason: "\(link.address) sent \(what): disconnected")
     }
 
@@ -891,6 +919,7 @@ final class HandoffDaemon {
                 device.fetches.removeValue(forKey: request)?(.failure(HandoffError("HandoffFailed", "\(device.name) did not send the activity in time")))
             }
         }
+        rotateDisguiseIfDue()
         if discoverableWindow.expire(now: now, timeoutSeconds: state.discoverableTimeout) {
             republish()
             emitManagerChanged(["Discoverable"])
@@ -898,7 +927,7 @@ final class HandoffDaemon {
         guard state.enabled, service != nil else { return }
         for device in devices.values where needsReconnect(device) && now >= device.reconnectAt {
             device.reconnectAt = now + 5_000_000
-            if !links.contains(where: { $0.address == device.address }) { dial(device.address) }
+            if !links.contains(where: { $0.address == device.address }) { dial(device.address, device: device) }
         }
     }
 }
