@@ -404,7 +404,8 @@ final class HandoffDaemon {
     }
 
     func sendHello(on link: PeerLink) {
-        link.send(Frame(.hello, ["name": .string(state.deviceName), "version": .uint32(1), "port": .uint32(UInt32(boundPort))]))
+        link.send(Frame(.hello, ["name": .string(state.deviceName), "version": .uint32(HandoffDaemon.protocolVersion),
+                                 "port": .uint32(UInt32(boundPort))]))
     }
 
     private func closed(_ link: PeerLink, reason: String) {
@@ -472,6 +473,7 @@ final class HandoffDaemon {
             return
         }
         link.helloReceived = true
+        link.peerVersion = frame.uint32("version") ?? 0
         log.info("link \(link.serial) (\(link.role.rawValue), \(link.address)) up after \(Double(now - link.createdAt) / 1000) ms")
         let id = link.peerDeviceID
         // An unknown key that got through the handshake just before Discoverable went off.
@@ -534,7 +536,8 @@ final class HandoffDaemon {
 
     func persistDevice(_ device: DeviceObject) {
         device.wasKept = true
-        let kept = state.devices[device.id]
+        // The pair's secrets stay while the device is paired or still to be told it is not.
+        let kept = device.paired || device.tellUnpair ? state.devices[device.id] : nil
         state.devices[device.id] = KnownDevice(id: device.id, name: device.name, address: device.address, paired: device.paired,
                                                tellUnpair: device.tellUnpair, linkSecret: kept?.linkSecret ?? [],
                                                resolvingKey: kept?.resolvingKey ?? [])

@@ -31,6 +31,10 @@ final class NetworkDisguise {
 /// The pairing secrets and the proof on links where neither end showed its
 /// long-lived key (docs/handoff.md, "Privacy on the network").
 extension HandoffDaemon {
+    /// The hello's `version`: 2 knows ``FrameKind/pairKeys`` and the proof;
+    /// a device of version 1 would drop the link on a frame kind it does not know.
+    static let protocolVersion: UInt32 = 2
+
     /// Makes this device's resolving key on first use and a new disguise.
     func startDisguise() throws {
         if state.resolvingKey.count != LinkProof.secretBytes {
@@ -147,7 +151,8 @@ extension HandoffDaemon {
     /// `derive`, both ends take this link's exporter as the pair's secret.
     func sendPairKeys(on link: PeerLink, derive: Bool) {
         let id = link.peerDeviceID
-        guard var known = state.devices[id], state.resolvingKey.count == LinkProof.secretBytes, let key = Hex.decode(id) else { return }
+        guard link.peerVersion >= 2, var known = state.devices[id], state.resolvingKey.count == LinkProof.secretBytes,
+              let key = Hex.decode(id) else { return }
         if derive {
             known.linkSecret = LinkProof.linkSecret(channelBinding: link.channelBinding, localKeyID: identity?.keyID ?? [], remoteKeyID: key)
             state.devices[id] = known
@@ -175,7 +180,8 @@ extension HandoffDaemon {
     /// After the hellos on a link to a paired device: a pair from before
     /// secrets were exchanged gets them now, over its pinned keys.
     func exchangeMissingSecrets(on link: PeerLink) {
-        guard devices[link.peerDeviceID]?.paired == true, linkSecret(of: link.peerDeviceID) == nil, !link.sentPairKeys else { return }
+        guard devices[link.peerDeviceID]?.paired == true, linkSecret(of: link.peerDeviceID) == nil, !link.sentPairKeys,
+              link.peerVersion >= 2 else { return }
         log.info("giving \(link.address) the secrets that let paired devices find each other without showing their keys")
         sendPairKeys(on: link, derive: true)
     }

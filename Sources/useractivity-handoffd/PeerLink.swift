@@ -45,6 +45,8 @@ final class PeerLink {
     var expectedKeyID: [UInt8]?
     /// This side sent its resolving key on this link.
     var sentPairKeys = false
+    /// The `version` of the peer's hello (0 before it).
+    var peerVersion: UInt32 = 0
 
     private func updateFrameLimit() {
         reader.limit = awaitingProof ? FrameCodec.proofLimit : isPaired ? FrameCodec.pairedLimit : FrameCodec.unpairedLimit
