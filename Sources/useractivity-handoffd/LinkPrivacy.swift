@@ -28,40 +28,17 @@ final class NetworkDisguise {
     }
 }
 
-/// The pairing secrets and the proof on links where neither end showed its
-/// long-lived key (docs/handoff.md, "Privacy on the network").
-extension HandoffDaemon {
+/// The pairing secrets (docs/handoff.md, "Privacy on the network").
+extension HandoffContext {
     /// The hello's `version`: 2 knows ``FrameKind/pairKeys`` and the proof;
     /// a device of version 1 would drop the link on a frame kind it does not know.
     static let protocolVersion: UInt32 = 2
 
-    /// Makes this device's resolving key on first use and a new disguise.
-    func startDisguise() throws {
-        if state.resolvingKey.count != LinkProof.secretBytes {
-            state.resolvingKey = SecureRandom.bytes(LinkProof.secretBytes)
-            save()
-        }
-        try disguise.rotate(resolvingKey: state.resolvingKey, now: now)
-    }
-
-    /// Called from the timer: a new token and certificate once the interval is over.
-    func rotateDisguiseIfDue() {
-        guard disguise.rotation.isDue(now: now) else { return }
-        do {
-            try disguise.rotate(resolvingKey: state.resolvingKey, now: now)
-            republish()
-        } catch {
-            // The old ones stay until the next try: better than showing the long-lived key.
-            log.error("cannot make a new certificate for strangers: \(error)")
-            disguise.rotation.rotated(now: now, intervalSeconds: 60)
-        }
-    }
-
-    /// What an incoming connection is shown: the long-lived certificate only
-    /// while Discoverable (pairing needs it), the disguise otherwise.
-    var certificateForStrangers: (certificate: GObjectRef, ephemeral: Bool)? {
-        if !discoverable, let ephemeral = disguise.certificate { return (ephemeral, true) }
-        return certificate.map { ($0, false) }
+    /// Makes this device's resolving key on first use.
+    func ensureResolvingKey() {
+        guard state.resolvingKey.count != LinkProof.secretBytes else { return }
+        state.resolvingKey = SecureRandom.bytes(LinkProof.secretBytes)
+        save()
     }
 
     /// The pair's secret, when there is one.
@@ -72,7 +49,7 @@ extension HandoffDaemon {
 
     /// Devices whose token or proof this device may recognise: paired, or
     /// to be told they were unpaired.
-    private var recognisable: [KnownDevice] {
+    var recognisable: [KnownDevice] {
         state.devices.values.filter { $0.paired || $0.tellUnpair }
     }
 
@@ -82,69 +59,6 @@ extension HandoffDaemon {
         var candidates = recognisable.filter { !$0.resolvingKey.isEmpty }.map { (id: $0.id, resolvingKey: $0.resolvingKey) }
         if let own = identity?.deviceID { candidates.append((own, state.resolvingKey)) }
         return ResolvableToken.resolve(token, candidates: candidates)
-    }
-
-    /// Right after the TLS handshake. True when the link is in a proof
-    /// phase and must say nothing else yet; false for the pinned-key path.
-    func beginProofPhase(_ link: PeerLink) -> Bool {
-        switch link.role {
-        case .client:
-            guard let target = link.provingTo, let secret = linkSecret(of: target) else { return false }
-            link.awaitingProof = true
-            log.info("proving to \(link.address) that this is a device it paired with")
-            link.send(Frame(.proof, ["mac": .bytes(LinkProof.client(linkSecret: secret, channelBinding: link.channelBinding))]))
-            return true
-        case .server:
-            let id = link.peerDeviceID
-            if devices[id]?.paired == true || devices[id]?.tellUnpair == true { return false }
-            // Shown the disguise: nothing, not even a hello, before a proof.
-            guard link.showedEphemeralCertificate else { return false }
-            link.awaitingProof = true
-            return true
-        }
-    }
-
-    /// A frame on a link still in its proof phase: only the proof steps pass.
-    func receivedDuringProof(_ frame: Frame, on link: PeerLink) {
-        switch (link.role, frame.kind) {
-        case (.server, .proof): receivedProof(frame, on: link)
-        case (.client, .proofAccepted): receivedProofAccepted(frame, on: link)
-        // A Discoverable device says hello before it knows who connected; it says it again after the proof.
-        case (.client, .hello): break
-        default: link.close(reason: "\(link.address) sent a \(frame.kind) frame before proving it is paired: disconnected")
-        }
-    }
-
-    /// Server side: the client's proof, as its first frame.
-    func receivedProof(_ frame: Frame, on link: PeerLink) {
-        guard link.role == .server, !link.helloReceived, !link.isProven, devices[link.peerDeviceID]?.paired != true else {
-            return link.close(reason: "\(link.address) sent a proof out of turn: disconnected")
-        }
-        let candidates = recognisable.compactMap { device in linkSecret(of: device.id).map { (id: device.id, linkSecret: $0) } }
-        guard let mac = frame.bytes("mac"),
-              let id = LinkProof.identifyClient(proof: mac, channelBinding: link.channelBinding, candidates: candidates),
-              let secret = linkSecret(of: id), let key = Hex.decode(id)
-        else {
-            // It learns nothing: no answer, no hello.
-            return link.close(reason: "\(link.address) did not prove it is a paired device: disconnected")
-        }
-        link.identify(as: key)
-        link.isPaired = devices[id]?.paired == true
-        log.info("\(link.address) proved it is \(devices[id]?.name ?? id)")
-        link.send(Frame(.proofAccepted, ["mac": .bytes(LinkProof.server(linkSecret: secret, channelBinding: link.channelBinding))]))
-        sendHello(on: link)
-    }
-
-    /// Client side: the device answered; it is the one dialed only if it knows the pair's secret.
-    private func receivedProofAccepted(_ frame: Frame, on link: PeerLink) {
-        guard let target = link.provingTo, let secret = linkSecret(of: target), let key = Hex.decode(target), let mac = frame.bytes("mac"),
-              LinkProof.verifyServer(proof: mac, linkSecret: secret, channelBinding: link.channelBinding)
-        else {
-            return link.close(reason: "\(link.address) is not the paired device it was dialed as: disconnected")
-        }
-        link.identify(as: key)
-        link.isPaired = devices[target]?.paired == true
-        log.info("\(link.address) proved it is \(devices[target]?.name ?? target)")
     }
 
     /// Gives the paired device on `link` this device's resolving key; with
@@ -185,17 +99,111 @@ extension HandoffDaemon {
         log.info("giving \(link.address) the secrets that let paired devices find each other without showing their keys")
         sendPairKeys(on: link, derive: true)
     }
+}
+
+/// The proof on links where neither end showed its long-lived key.
+extension PeerLinks {
+    /// Makes this device's resolving key on first use and a new disguise.
+    func startDisguise() throws {
+        context.ensureResolvingKey()
+        try disguise.rotate(resolvingKey: context.state.resolvingKey, now: context.now)
+    }
+
+    /// Called from the timer: a new token and certificate once the interval
+    /// is over; true when the token changed (to be published).
+    func rotateDisguiseIfDue() -> Bool {
+        guard disguise.rotation.isDue(now: context.now) else { return false }
+        do {
+            try disguise.rotate(resolvingKey: context.state.resolvingKey, now: context.now)
+            return true
+        } catch {
+            // The old ones stay until the next try: better than showing the long-lived key.
+            context.log.error("cannot make a new certificate for strangers: \(error)")
+            disguise.rotation.rotated(now: context.now, intervalSeconds: 60)
+            return false
+        }
+    }
+
+    /// What an incoming connection is shown: the long-lived certificate only
+    /// while Discoverable (pairing needs it), the disguise otherwise.
+    var certificateForStrangers: (certificate: GObjectRef, ephemeral: Bool)? {
+        if !context.discoverable, let ephemeral = disguise.certificate { return (ephemeral, true) }
+        return certificate.map { ($0, false) }
+    }
 
     /// How to dial a known device: proving the pair's secret behind the
     /// disguise when there is one, else with the long-lived key, accepting
     /// only the device's own.
     func prepareDial(_ link: PeerLink, to device: DeviceObject?) -> GObjectRef? {
         guard let device, device.paired || device.tellUnpair else { return certificate }
-        if linkSecret(of: device.id) != nil, let ephemeral = disguise.certificate {
+        if context.linkSecret(of: device.id) != nil, let ephemeral = disguise.certificate {
             link.provingTo = device.id
             return ephemeral
         }
         link.expectedKeyID = Hex.decode(device.id)
         return certificate
+    }
+
+    /// Right after the TLS handshake. True when the link is in a proof
+    /// phase and must say nothing else yet; false for the pinned-key path.
+    func beginProofPhase(_ link: PeerLink) -> Bool {
+        switch link.role {
+        case .client:
+            guard let target = link.provingTo, let secret = context.linkSecret(of: target) else { return false }
+            link.awaitingProof = true
+            context.log.info("proving to \(link.address) that this is a device it paired with")
+            link.send(Frame(.proof, ["mac": .bytes(LinkProof.client(linkSecret: secret, channelBinding: link.channelBinding))]))
+            return true
+        case .server:
+            let id = link.peerDeviceID
+            if context.devices[id]?.paired == true || context.devices[id]?.tellUnpair == true { return false }
+            // Shown the disguise: nothing, not even a hello, before a proof.
+            guard link.showedEphemeralCertificate else { return false }
+            link.awaitingProof = true
+            return true
+        }
+    }
+
+    /// A frame on a link still in its proof phase: only the proof steps pass.
+    func receivedDuringProof(_ frame: Frame, on link: PeerLink) {
+        switch (link.role, frame.kind) {
+        case (.server, .proof): receivedProof(frame, on: link)
+        case (.client, .proofAccepted): receivedProofAccepted(frame, on: link)
+        // A Discoverable device says hello before it knows who connected; it says it again after the proof.
+        case (.client, .hello): break
+        default: link.close(reason: "\(link.address) sent a \(frame.kind) frame before proving it is paired: disconnected")
+        }
+    }
+
+    /// Server side: the client's proof, as its first frame.
+    func receivedProof(_ frame: Frame, on link: PeerLink) {
+        guard link.role == .server, !link.helloReceived, !link.isProven, context.devices[link.peerDeviceID]?.paired != true else {
+            return link.close(reason: "\(link.address) sent a proof out of turn: disconnected")
+        }
+        let candidates = context.recognisable.compactMap { device in context.linkSecret(of: device.id).map { (id: device.id, linkSecret: $0) } }
+        guard let mac = frame.bytes("mac"),
+              let id = LinkProof.identifyClient(proof: mac, channelBinding: link.channelBinding, candidates: candidates),
+              let secret = context.linkSecret(of: id), let key = Hex.decode(id)
+        else {
+            // It learns nothing: no answer, no hello.
+            return link.close(reason: "\(link.address) did not prove it is a paired device: disconnected")
+        }
+        link.identify(as: key)
+        link.isPaired = context.devices[id]?.paired == true
+        context.log.info("\(link.address) proved it is \(context.devices[id]?.name ?? id)")
+        link.send(Frame(.proofAccepted, ["mac": .bytes(LinkProof.server(linkSecret: secret, channelBinding: link.channelBinding))]))
+        sendHello(on: link)
+    }
+
+    /// Client side: the device answered; it is the one dialed only if it knows the pair's secret.
+    private func receivedProofAccepted(_ frame: Frame, on link: PeerLink) {
+        guard let target = link.provingTo, let secret = context.linkSecret(of: target), let key = Hex.decode(target),
+              let mac = frame.bytes("mac"), LinkProof.verifyServer(proof: mac, linkSecret: secret, channelBinding: link.channelBinding)
+        else {
+            return link.close(reason: "\(link.address) is not the paired device it was dialed as: disconnected")
+        }
+        link.identify(as: key)
+        link.isPaired = context.devices[target]?.paired == true
+        context.log.info("\(link.address) proved it is \(context.devices[target]?.name ?? target)")
     }
 }
