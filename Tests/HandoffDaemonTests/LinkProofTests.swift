@@ -64,4 +64,19 @@ import Testing
             #expect(a.context.devices.count == 1)
         }
     }
+
+    @Test func theTokenAndTheCertificateForStrangersAreReplacedEachInterval() throws {
+        try TwoDevices.run { devices in
+            let a = devices.a!
+            let token = a.links.disguise.token, key = a.links.disguise.keyID
+            #expect(ResolvableToken.resolves(token, with: a.context.state.resolvingKey))
+            #expect(key.count == 32 && key != Hex.decode(a.id))
+            #expect(!a.links.rotateDisguiseIfDue())
+            #expect(a.links.deadlines.contains(a.links.disguise.rotation.due))
+            devices.scheduler.advance(byMilliseconds: PrivacyRotation.intervalSeconds * 1000)
+            #expect(a.links.rotateDisguiseIfDue())
+            #expect(a.links.disguise.token != token && a.links.disguise.keyID != key)
+            #expect(ResolvableToken.resolves(a.links.disguise.token, with: a.context.state.resolvingKey))
+        }
+    }
 }
