@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The TLS handshake between paired devices, until the link is up, with two
-# builds of useractivity-handoffd in one run: a paired device (a Python
-# client holding B's key and secrets; pyOpenSSL for the TLS exporter)
-# connects to A 40 times per round, rounds alternating between the builds.
+# builds of useractivity-handoffd in one run, rounds alternating between the
+# builds: handoffd B turned off and on 30 times, each time dialing A (its
+# log's "up after": from the dial to A's hello); then a paired device (a
+# Python client holding B's key and secrets; pyOpenSSL for the TLS
+# exporter) connecting to A 40 times. Both builds must log "up after" (the
+# baseline: 70da64b with that one log line of PeerLinks/receivedHello added).
 #
 # Usage: bench/paired-handshake.sh BASELINE_HANDOFFD NEW_HANDOFFD [ROUNDS]
 #   BASELINE_HANDOFFD  a release build from before the privacy scheme
@@ -38,6 +41,13 @@ for line in open(sys.argv[1]):
         rows.setdefault((m.group(1), m.group(2)), []).append((float(m.group(4)), float(m.group(6))))
 for (build, scheme), values in sorted(rows.items()):
     print("  %-8s %-6s p50 per round: %s ms; p99: %s ms" % (build, scheme, ", ".join("%.3f" % v[0] for v in values), ", ".join("%.3f" % v[1] for v in values)))
+old = rows.get(("baseline", "daemon"))
+new = rows.get(("new", "daemon"))
+if old and new:
+    a = statistics.median(v[0] for v in old)
+    b = statistics.median(v[0] for v in new)
+    print("  daemon to daemon, B dialing A until A's hello, new scheme ÷ before: %.2f× (p50 %.3f vs %.3f ms), goal ≤ 1.5×: %s"
+          % (b / a, b, a, "PASS" if b <= 1.5 * a else "MISS"))
 old = rows.get(("baseline", "pinned"))
 new = rows.get(("new", "proof"))
 if old and new:

@@ -72,6 +72,26 @@ struct PairedHandshakeMeasurementTests {
         _ = try stacks.pair()
         try stacks.b.set("Discoverable", .boolean(false))
         let idA = stacks.a.deviceID
+        // Daemon to daemon: B turned off and on dials A; B's log says how long its link took from
+        // the dial to A's hello (TCP, TLS, the proof when there is one).
+        let upLine = "(client, 127.0.0.1:\(stacks.a.port)) up after "
+        func upTimes() -> [Double] {
+            stacks.b.handoffLog.split(separator: "\n").compactMap { line in
+                guard let range = line.range(of: upLine) else { return nil }
+                return Double(line[range.upperBound...].split(separator: " ").first ?? "")
+            }
+        }
+        for _ in 0..<30 {
+            let before = upTimes().count
+            try stacks.b.set("Enabled", .boolean(false))
+            try stacks.b.set("Enabled", .boolean(true))
+            #expect(waitUntil(timeout: 30) { upTimes().count > before }, "\(stacks.logs)")
+        }
+        let daemonToDaemon = Array(upTimes().suffix(30))
+        if daemonToDaemon.count == 30 {
+            print(String(format: "MEASURE paired handshake daemon: n=%d p50=%.3f ms p90=%.3f ms p99=%.3f ms", daemonToDaemon.count,
+                         percentile(daemonToDaemon, 0.5), percentile(daemonToDaemon, 0.9), percentile(daemonToDaemon, 0.99)))
+        }
         let state = stacks.b.session.stateHome + "/useractivity/handoff/"
         stacks.b.killHandoffd()
         // B's secret for A, when this build exchanges one.
