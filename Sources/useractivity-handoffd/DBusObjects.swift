@@ -212,7 +212,9 @@ extension HandoffDaemon {
                 context.save()
             }
             // Answered when the link is up (or closed): a connect never completes synchronously.
-            guard let link = links.dial(address) else { return }
+            // A paired device last seen there is dialed as that device (proving the pair's secret).
+            let pairedThere = context.devices.values.first { $0.address == address && ($0.paired || $0.tellUnpair) }
+            guard let link = links.dial(address, device: pairedThere) else { return }
             links.pendingAddPeer.append((link, message))
         case .resetIdentity:
             disable()
