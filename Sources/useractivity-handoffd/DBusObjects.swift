@@ -221,6 +221,8 @@ extension HandoffDaemon {
             for device in context.devices.values { context.emitInterfacesRemoved(device) }
             context.devices.removeAll()
             context.state.devices.removeAll()
+            // Devices paired before must not recognise the new identity's tokens either.
+            context.state.resolvingKey = []
             context.state.deviceID = ""
             context.identity = nil
             context.directory.remove(IdentityStore.keyFile)

@@ -65,6 +65,8 @@ final class HandoffContext {
     var requestSerial: UInt32 = 0
     /// Re-arms the daemon's one timer; called after anything that may add a deadline.
     var onWorkAdded: () -> Void = {}
+    /// This device's resolving key was replaced: a token made with it, and published, must go.
+    var onResolvingKeyReplaced: () -> Void = {}
 
     /// Monotonic microseconds, for every interval and deadline here.
     var now: Int64 { scheduler.monotonic }

@@ -43,6 +43,11 @@ final class HandoffDaemon {
             dataDrained: { [unowned exchange] link in exchange.streams.resume(link) },
             bulkDrained: { [unowned exchange] link in exchange.pumpFiles(on: link) })
         context.onWorkAdded = { [weak self] in self?.rescheduleTick() }
+        context.onResolvingKeyReplaced = { [weak self] in
+            guard let self, self.links.isListening else { return }
+            do { try self.links.startDisguise() } catch { self.log.error("cannot make a new certificate for strangers: \(error)") }
+            self.republish()
+        }
     }
 
     var log: Logger { context.log }

@@ -82,22 +82,41 @@ extension HandoffContext {
         guard let resolvingKey = frame.bytes("resolving-key"), resolvingKey.count == LinkProof.secretBytes else {
             return link.close(reason: "\(link.address) sent a malformed resolving key: disconnected")
         }
+        let before = known
         known.resolvingKey = resolvingKey
         if frame.bool("derive") == true {
             known.linkSecret = LinkProof.linkSecret(channelBinding: link.channelBinding, localKeyID: identity?.keyID ?? [], remoteKeyID: key)
         }
-        state.devices[id] = known
-        save()
+        // Sent at every link-up: written only when it says something new.
+        if known != before {
+            state.devices[id] = known
+            save()
+        }
         if !link.sentPairKeys { sendPairKeys(on: link, derive: false) }
     }
 
-    /// After the hellos on a link to a paired device: a pair from before
-    /// secrets were exchanged gets them now, over its pinned keys.
-    func exchangeMissingSecrets(on link: PeerLink) {
-        guard devices[link.peerDeviceID]?.paired == true, linkSecret(of: link.peerDeviceID) == nil, !link.sentPairKeys,
-              link.peerVersion >= 2 else { return }
-        log.info("giving \(link.address) the secrets that let paired devices find each other without showing their keys")
-        sendPairKeys(on: link, derive: true)
+    /// After the hellos on a link to a paired device: it is given this
+    /// device's resolving key (which changes when a device is unpaired); a
+    /// pair from before secrets were exchanged gets them now, over its pinned keys.
+    func exchangeSecrets(on link: PeerLink) {
+        guard devices[link.peerDeviceID]?.paired == true, !link.sentPairKeys, link.peerVersion >= 2 else { return }
+        let missing = linkSecret(of: link.peerDeviceID) == nil
+        if missing { log.info("giving \(link.address) the secrets that let paired devices find each other without showing their keys") }
+        sendPairKeys(on: link, derive: missing)
+    }
+
+    /// A device was unpaired: it keeps the resolving key it was given, so
+    /// this device takes a new one, gives it to the paired devices it is
+    /// linked with (the others get it at their next link), and publishes a
+    /// token made with it.
+    func replaceResolvingKey() {
+        state.resolvingKey = SecureRandom.bytes(LinkProof.secretBytes)
+        save()
+        for device in devices.values where device.paired {
+            guard let link = device.link, link.helloReceived else { continue }
+            sendPairKeys(on: link, derive: false)
+        }
+        onResolvingKeyReplaced()
     }
 }
 

@@ -207,6 +207,8 @@ final class Pairing {
         context.notifier?.withdraw(device.id)
         if device.tellUnpair { context.persistDevice(device) } else { context.state.devices[device.id] = nil; context.save() }
         device.link?.close(reason: "unpaired")
+        // It still holds this device's resolving key: a new one, so it cannot follow the tokens from now on.
+        context.replaceResolvingKey()
         return [.paired, .currentActivity]
     }
 }

@@ -343,7 +343,7 @@ final class PeerLinks {
             context.persistDevice(device)
             context.reply(call, [.objectPath(device.path)])
         }
-        context.exchangeMissingSecrets(on: link)
+        context.exchangeSecrets(on: link)
         if device.paired { link.send(Advert.frame(for: context.advertised)) }
     }
 

@@ -79,4 +79,20 @@ import Testing
             #expect(ResolvableToken.resolves(a.links.disguise.token, with: a.context.state.resolvingKey))
         }
     }
+
+    @Test func anUnpairedDeviceKeepsOnlyAResolvingKeyThatNoLongerMakesTheTokens() throws {
+        try TwoDevices.run { devices in
+            let (a, b) = (devices.a!, devices.b!)
+            let secret = SecureRandom.bytes(32)
+            let objectForA = pair(a, b, secretOnA: secret, secretOnB: secret)
+            b.links.dial(a.address, device: objectForA)
+            // At each link-up the two give each other their resolving keys.
+            #expect(devices.spin { b.context.state.devices[a.id]?.resolvingKey == a.context.state.resolvingKey })
+            let heldByB = try #require(b.context.state.devices[a.id]?.resolvingKey)
+            #expect(ResolvableToken.resolves(a.links.disguise.token, with: heldByB))
+            _ = a.pairing.unpair(try #require(a.device(b)))
+            #expect(a.context.state.resolvingKey.count == 32 && a.context.state.resolvingKey != heldByB)
+            #expect(!ResolvableToken.resolves(ResolvableToken.make(resolvingKey: a.context.state.resolvingKey), with: heldByB))
+        }
+    }
 }
