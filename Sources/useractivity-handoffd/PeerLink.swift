@@ -29,7 +29,8 @@ final class PeerLink {
         didSet { updateFrameLimit() }
     }
     /// Neither end showed its long-lived key: until the client's proof is
-    /// checked (``FrameKind/proof``), only a proof-sized frame is read.
+    /// checked (``FrameKind/proof``), the server reads only a proof-sized
+    /// frame (the client may first get a Discoverable device's hello).
     var awaitingProof = false {
         didSet { updateFrameLimit() }
     }
@@ -49,7 +50,8 @@ final class PeerLink {
     var peerVersion: UInt32 = 0
 
     private func updateFrameLimit() {
-        reader.limit = awaitingProof ? FrameCodec.proofLimit : isPaired ? FrameCodec.pairedLimit : FrameCodec.unpairedLimit
+        reader.limit = awaitingProof && role == .server ? FrameCodec.proofLimit
+            : isPaired ? FrameCodec.pairedLimit : FrameCodec.unpairedLimit
     }
 
     /// The peer proved it is the paired device `keyID`: from now on it is that device.
