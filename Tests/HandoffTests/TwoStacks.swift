@@ -16,9 +16,9 @@ final class TwoStacks: @unchecked Sendable {
     let b: Stack
 
     init(appsA: [(id: String, types: [String])] = [], appsB: [(id: String, types: [String])] = [], fakeScreenSaverA: Bool = false,
-         fakeLogindA: Bool = false, keepaliveSeconds: Int = 15) throws {
+         fakeLogindA: Bool = false, keepaliveSeconds: Int = 15, placementB: Stack.Placement? = nil) throws {
         a = try Stack("A", apps: appsA, fakeScreenSaver: fakeScreenSaverA, fakeLogind: fakeLogindA, keepaliveSeconds: keepaliveSeconds)
-        b = try Stack("B", apps: appsB, keepaliveSeconds: keepaliveSeconds)
+        b = try Stack("B", apps: appsB, keepaliveSeconds: keepaliveSeconds, placement: placementB)
         try a.set("DeviceName", .string("Stack A"))
         try b.set("DeviceName", .string("Stack B"))
         try a.set("Enabled", .boolean(true))
