@@ -385,6 +385,79 @@ def unavailable_service_is_reported():
     assert wait_until(lambda: find(frame, "label", contains="Handoff is not available") is None, 30), "the page came back"
 
 
+# What a person operates: buttons, switches, entries, spin buttons, page tabs.
+CONTROL_ROLES = {"push button", "toggle button", "check box", "switch", "text", "entry", "password text",
+                 "spin button", "combo box", "radio button", "link", "slider", "page tab", "menu item"}
+
+
+def controls_shown(root):
+    """Every control under `root` that a person can see and use now (showing,
+    sensitive), with a description; hidden pages and rows are skipped."""
+    found, queue = [], [root]
+    while queue:
+        node = queue.pop(0)
+        try:
+            states = node.getState()
+            if not states.contains(pyatspi.STATE_SHOWING):
+                continue
+            role = node.getRoleName()
+            if role in CONTROL_ROLES and states.contains(pyatspi.STATE_SENSITIVE):
+                found.append((node, f"{role} {shown_text(node.name)!r}"))
+            queue.extend(node.getChildAtIndex(i) for i in range(node.childCount))
+        except Exception:
+            continue
+    return [(node, text) for node, text in found if node is not None]
+
+
+focus_events = []
+focus_events_followed = []
+
+
+def pump_events():
+    """Delivers the accessibility events received so far (no main loop runs here)."""
+    from gi.repository import GLib
+    context = GLib.MainContext.default()
+    while context.pending():
+        context.iteration(False)
+
+
+def keyboard_reaches_every_control():
+    """On each page, every control shown is focusable and gets the focus
+    with Tab alone, going round the window once."""
+    session.ctl("resume")
+    donate(EDITOR, "Kitchen plan", "Cupboards")
+    if not focus_events_followed:
+        pyatspi.Registry.registerEventListener(lambda event: event.detail1 and focus_events.append(event.source),
+                                               "object:state-changed:focused")
+        focus_events_followed.append(True)
+    problems = []
+    for page in ("Handoff", "History", "Privacy"):
+        show_page(page)
+        if page == "History":
+            search = require(frame, "entry", "Search history")
+            search.queryEditableText().setTextContents("kitchen")
+            require(frame, "label", "Kitchen plan")
+        controls = controls_shown(frame)
+        assert len(controls) >= 5, f"{page}: only {[text for _, text in controls]} found"
+        for node, text in controls:
+            if not node.getState().contains(pyatspi.STATE_FOCUSABLE):
+                problems.append(f"{page}: {text} is not focusable")
+        pending = [(node, text) for node, text in controls if node.getState().contains(pyatspi.STATE_FOCUSABLE)]
+        # The focus events say where each Tab went, however fast the keys
+        # are handled; round the window twice at most.
+        focus_events.clear()
+        for _ in range(2 * len(controls) + 20):
+            seen = len(focus_events)
+            press_key(TAB)
+            if not wait_until(lambda: pump_events() or len(focus_events) > seen, 10, 0.01):
+                break
+            pending = [(node, text) for node, text in pending if all(node != focused for focused in focus_events)]
+            if not pending:
+                break
+        problems += [f"{page}: {text} is not reached with Tab" for _, text in pending]
+    assert not problems, "; ".join(problems)
+
+
 def spawn_fixture(target, *args):
     """Starts fixtures.py on `target`'s bus and waits for its READY line."""
     child = subprocess.Popen(["/usr/bin/python3", os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures.py"), *args],
@@ -469,6 +542,7 @@ def two_stacks_pair_follow_and_continue():
 CHECKS = [handoff_switch_sets_enabled, device_name_reaches_service, discoverable_shows_time_left,
           privacy_switches_set_properties, block_an_app_from_the_installed_apps,
           cli_change_shows_in_app, mnemonic_toggles_pause, history_search_as_you_type, history_follows_changes_elsewhere, forget_one_removes_it, forget_this_app_removes_its_entries,
+          keyboard_reaches_every_control,
           forget_everything_with_confirmation, unavailable_service_is_reported, two_stacks_pair_follow_and_continue]
 
 passed = failed = 0
