@@ -391,17 +391,22 @@ CONTROL_ROLES = {"push button", "toggle button", "check box", "switch", "text", 
 
 
 def controls_shown(root):
-    """Every control under `root` that a person can see and use now (showing,
+    """Every control under `root` that a person can see and use now (visible,
     sensitive), with a description; hidden pages and rows are skipped."""
     found, queue = [], [root]
     while queue:
         node = queue.pop(0)
         try:
             states = node.getState()
-            if not states.contains(pyatspi.STATE_SHOWING):
+            # GTK 4.8 sets VISIBLE only on widgets drawn (never SHOWING).
+            if not states.contains(pyatspi.STATE_VISIBLE):
+                continue
+            # Nor does it clear SENSITIVE under an insensitive row: what is
+            # under one cannot be used.
+            if not states.contains(pyatspi.STATE_SENSITIVE):
                 continue
             role = node.getRoleName()
-            if role in CONTROL_ROLES and states.contains(pyatspi.STATE_SENSITIVE):
+            if role in CONTROL_ROLES:
                 found.append((node, f"{role} {shown_text(node.name)!r}"))
             queue.extend(node.getChildAtIndex(i) for i in range(node.childCount))
         except Exception:
@@ -421,40 +426,76 @@ def pump_events():
         context.iteration(False)
 
 
-def keyboard_reaches_every_control():
-    """On each page, every control shown is focusable and gets the focus
-    with Tab alone, going round the window once."""
-    session.ctl("resume")
-    donate(EDITOR, "Kitchen plan", "Cupboards")
+def page_content(marker_role, marker_name):
+    """The page holding the control `marker_name` (GTK 4.8 marks the pages
+    not shown VISIBLE too): the parent of the page's scrolled window, the
+    first one above a control outside the history's list."""
+    node = require(frame, marker_role, marker_name)
+    while node is not None and node.getRoleName() != "scroll pane":
+        node = node.parent
+    assert node is not None and node.parent is not None, f"{marker_name!r} is on no page"
+    return node.parent
+
+
+def describe(node):
+    try:
+        return f"{node.getRoleName()} {shown_text(node.name)!r}"
+    except Exception:
+        return "(gone)"
+
+
+def unreachable_controls(page, marker):
+    """What keeps a keyboard user from a control of the page shown: not
+    focusable, or never focused with Tab going round the window twice. The
+    page tabs the focus passed are added to `tabs_reached`."""
+    controls = controls_shown(page_content(*marker))
+    assert len(controls) >= 3, f"{page}: only {[text for _, text in controls]} found"
+    problems = [f"{page}: {text} is not focusable" for node, text in controls
+                if not node.getState().contains(pyatspi.STATE_FOCUSABLE)]
+    pending = [(node, text) for node, text in controls if node.getState().contains(pyatspi.STATE_FOCUSABLE)]
     if not focus_events_followed:
         pyatspi.Registry.registerEventListener(lambda event: event.detail1 and focus_events.append(event.source),
                                                "object:state-changed:focused")
         focus_events_followed.append(True)
+    # The focus events say where each Tab went, however late the keys are handled.
+    focus_events.clear()
+    for _ in range(2 * (len(controls) + 10)):
+        seen = len(focus_events)
+        press_key(TAB)
+        if not wait_until(lambda: pump_events() or len(focus_events) > seen, 10, 0.01):
+            problems.append(f"{page}: Tab moved the focus nowhere after {describe(focus_events[-1]) if focus_events else 'the start'}")
+            break
+        pending = [(node, text) for node, text in pending if all(node != focused for focused in focus_events)]
+        tabs_reached.update(shown_text(node.name) for node in focus_events if node.getRoleName() == "page tab")
+        if not pending:
+            break
+    if pending:
+        problems.append(f"{page}: not reached with Tab: {', '.join(text for _, text in pending)} "
+                        f"(reached: {', '.join(describe(node) for node in focus_events[:len(controls) + 10])})")
+    return problems
+
+
+tabs_reached = set()
+
+
+def keyboard_reaches_every_control():
+    """On each page, every control shown is focusable and gets the focus
+    with Tab alone; the page tabs (in the header) too."""
+    session.ctl("resume")
+    donate(EDITOR, "Kitchen plan", "Cupboards")
+    # Handoff on: its rows are usable only then.
+    session.call(HANDOFF[0], HANDOFF[1], "org.freedesktop.DBus.Properties.Set", HANDOFF[2], "Enabled", "<true>")
+    wait_until(lambda: checked(require(frame, "check box", "Handoff")), 20)
     problems = []
-    for page in ("Handoff", "History", "Privacy"):
+    for page, marker in (("Handoff", ("check box", "Handoff")), ("History", ("entry", "Search history")),
+                         ("Privacy", ("check box", "Pause history"))):
         show_page(page)
         if page == "History":
             search = require(frame, "entry", "Search history")
             search.queryEditableText().setTextContents("kitchen")
             require(frame, "label", "Kitchen plan")
-        controls = controls_shown(frame)
-        assert len(controls) >= 5, f"{page}: only {[text for _, text in controls]} found"
-        for node, text in controls:
-            if not node.getState().contains(pyatspi.STATE_FOCUSABLE):
-                problems.append(f"{page}: {text} is not focusable")
-        pending = [(node, text) for node, text in controls if node.getState().contains(pyatspi.STATE_FOCUSABLE)]
-        # The focus events say where each Tab went, however fast the keys
-        # are handled; round the window twice at most.
-        focus_events.clear()
-        for _ in range(2 * len(controls) + 20):
-            seen = len(focus_events)
-            press_key(TAB)
-            if not wait_until(lambda: pump_events() or len(focus_events) > seen, 10, 0.01):
-                break
-            pending = [(node, text) for node, text in pending if all(node != focused for focused in focus_events)]
-            if not pending:
-                break
-        problems += [f"{page}: {text} is not reached with Tab" for _, text in pending]
+        problems += unreachable_controls(page, marker)
+    problems += [f"the page tab {tab} is not reached with Tab" for tab in ("Handoff", "History", "Privacy") if tab not in tabs_reached]
     assert not problems, "; ".join(problems)
 
 
@@ -529,6 +570,9 @@ def two_stacks_pair_follow_and_continue():
         assert wait_until(lambda: any("Travel plan" in text for text in label_texts(row)), 30), \
             "the row follows B's current activity"
         screenshot("handoff-devices")
+        # A device's buttons are reached by keyboard too.
+        problems = unreachable_controls("Handoff", ("check box", "Handoff"))
+        assert not problems, "; ".join(problems)
         press(require(row, "push button", contains="Continue"))
         line = editor.stdout.readline()
         assert "continue-activity" in line and "Travel plan" in line, line
