@@ -166,6 +166,22 @@ def show_page(title):
     assert wait_until(lambda: tab.getState().contains(pyatspi.STATE_SELECTED), 10, 0.05), f"page {title} not shown"
 
 
+def close_toasts():
+    """Closes the toasts shown with their close buttons, as a person does (a
+    toast's time runs only while its window is active, and without a window
+    manager it never is), and waits until they are gone from the screen."""
+    toast = lambda: find(frame, "filler", "AdwToastWidget")
+    for _ in range(10):
+        shown = toast()
+        if shown is None:
+            return
+        button = find(shown, "push button")
+        if button is not None:
+            press(button)
+        wait_until(lambda: toast() is not shown, 5)
+    assert toast() is None, "a toast stays"
+
+
 def prop(target, name):
     return session.get(target[0], target[1], target[2], name)
 
@@ -173,6 +189,7 @@ def prop(target, name):
 def screenshot(name):
     if not options.screenshots:
         return
+    close_toasts()
     import gi
     gi.require_version("Gdk", "3.0")
     from gi.repository import Gdk
