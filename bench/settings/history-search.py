@@ -7,7 +7,7 @@ the searches. Under Xvfb with the accessibility bus and the real daemons
 
 The store is filled with Donate calls (64 in flight) of titles "Note wNNNNNN".
 Each sample types a unique word ("w" and six digits, key by key, XTest
-through AT-SPI). The times come from the app's own trace
+through AT-SPI, --key-interval apart). The times come from the app's own trace
 (USERACTIVITY_SETTINGS_TRACE, monotonic µs): the entry's text becoming the
 word, the Search call leaving, its reply arriving, the list model updated,
 and the next frame painted after it. The same run's baseline is the
@@ -18,20 +18,20 @@ resident-size floors are a GTK 4 window and a libadwaita preferences window
 (bench/settings/minimal-*.c) started in the same session.
 
 Usage: bench/settings/history-search.py [--entries 100000] [--samples 100] [--app PATH]
-                                        [--baseline-app PATH] [--json]"""
+                                        [--baseline-app PATH] [--key-interval MS] [--json]"""
 import argparse
 import json
 import os
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "Tests", "SettingsUITests"))
+from floors import compile_floor  # noqa: E402
 from desktop_session import BUILD, Session, accessible_application, child_path, node_at, wait_until  # noqa: E402
 
 parser = argparse.ArgumentParser()
@@ -39,6 +39,8 @@ parser.add_argument("--entries", type=int, default=100_000)
 parser.add_argument("--samples", type=int, default=100)
 parser.add_argument("--app", default=os.path.join(BUILD, "useractivity-settings"))
 parser.add_argument("--baseline-app", help="a second build of the app, measured in the same run (interleaved)")
+parser.add_argument("--key-interval", type=float, default=20,
+                    help="milliseconds between the keys of a word (20: faster than anyone types; 100: a fast typist)")
 parser.add_argument("--json", action="store_true")
 options = parser.parse_args()
 
@@ -104,13 +106,6 @@ def percentile(values, fraction):
 work = tempfile.mkdtemp(prefix="settings-trace-")
 
 
-def compile_floor(name, package):
-    output = os.path.join(work, name)
-    flags = subprocess.run(["pkg-config", "--cflags", "--libs", package], capture_output=True, text=True, check=True).stdout.split()
-    subprocess.run(["gcc", "-O2", "-o", output, os.path.join(os.path.dirname(__file__), name + ".c"), *flags], check=True)
-    return output
-
-
 def resident(pid):
     """(RSS, peak RSS) of process `pid` in MiB."""
     with open(f"/proc/{pid}/status") as status:
@@ -144,7 +139,7 @@ def measure(app_path, words, trace_path):
         def type_word(word):
             for character in word:
                 press(ord(character))
-                time.sleep(0.02)
+                time.sleep(options.key_interval / 1000)
 
         def clear():
             entry.queryEditableText().setTextContents("")
@@ -209,8 +204,8 @@ def floor_rss(argv, name):
 
 
 try:
-    minimal = compile_floor("minimal-window", "gtk4")
-    preferences = compile_floor("minimal-preferences", "libadwaita-1")
+    minimal = compile_floor("minimal-window", "gtk4", work)
+    preferences = compile_floor("minimal-preferences", "libadwaita-1", work)
     # Keep every entry (the default keeps 1000 per app).
     session.call("org.example.UserActivity", "/org/example/UserActivity", "org.freedesktop.DBus.Properties.Set",
                  "org.example.UserActivity", "MaxSavedPerApplication", "<uint32 0>")
@@ -264,7 +259,8 @@ def figures(marks):
                       "model_to_painted": spread(between("model", "painted"))}}
 
 
-result = {"entries": options.entries, "fill_seconds": round(fill_seconds, 1), "samples": len(words)}
+result = {"entries": options.entries, "fill_seconds": round(fill_seconds, 1), "samples": len(words),
+          "key_interval_ms": options.key_interval}
 for key in subjects:
     result[key] = {"path": subjects[key], **figures(samples[key]),
                    "rss_mib": round(memory[key][0], 1), "peak_rss_mib": round(memory[key][1], 1)}
@@ -273,7 +269,8 @@ result.update(floors)
 if options.json:
     print(json.dumps(result))
 else:
-    print(f"{result['entries']} saved activities (filled in {result['fill_seconds']} s), {result['samples']} searches per app:")
+    print(f"{result['entries']} saved activities (filled in {result['fill_seconds']} s), {result['samples']} searches per app, "
+          f"keys {options.key_interval:g} ms apart:")
 
     def line(name, figures):
         print(f"{name:<34} p50 {figures['p50_ms']:>7} ms  p99 {figures['p99_ms']:>7} ms  max {figures['max_ms']:>7} ms")
