@@ -113,11 +113,15 @@ public final class MainLoop {
     ///     readWhatIsThere()   // true: keep watching
     /// }
     /// ```
+    /// `priority`: GLib's (`G_PRIORITY_DEFAULT` is 0; larger runs later, only
+    /// when no source of a smaller one is ready).
     @discardableResult
     public func onFileDescriptor(_ fd: Int32, condition: GIOCondition, nested: NestedDispatch = .blocked,
+                                 priority: Int32 = G_PRIORITY_DEFAULT,
                                  _ action: @escaping (GIOCondition) -> Bool) -> GLibSource {
         let source = g_unix_fd_source_new(fd, condition)!
         if nested != .blocked { g_source_set_can_recurse(source, CGLIB_TRUE) }
+        if priority != G_PRIORITY_DEFAULT { g_source_set_priority(source, priority) }
         let box = Unmanaged.passRetained(FDCallbackBox(action, skipsNestedCalls: nested == .skipped)).toOpaque()
         let callback: GUnixFDSourceFunc = { _, condition, data in
             Unmanaged<FDCallbackBox>.fromOpaque(data!).takeUnretainedValue().run(condition)

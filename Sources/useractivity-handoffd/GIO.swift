@@ -87,18 +87,6 @@ final class SignalHandler {
     }
 }
 
-/// "incoming" on a GSocketService: (service, connection, source_object).
-func connectIncoming(_ service: UnsafeMutableRawPointer, _ body: @escaping (UnsafeMutableRawPointer?) -> Void) -> SignalHandler {
-    let handler = SignalHandler { arguments in body(arguments[0]); return CGLIB_FALSE }
-    let callback: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutableRawPointer?, UnsafeMutableRawPointer?, UnsafeMutableRawPointer?) -> gboolean = { _, connection, _, data in
-        Unmanaged<SignalHandler>.fromOpaque(data!).takeUnretainedValue().body([connection])
-    }
-    handler.instance = service
-    handler.id = cglib_signal_connect(service, "incoming", unsafeBitCast(callback, to: GCallback.self),
-                                      Unmanaged.passUnretained(handler).toOpaque(), nil)
-    return handler
-}
-
 /// "accept-certificate" on a GTlsConnection: (connection, peer_cert, errors) → accept.
 func connectAcceptCertificate(_ connection: UnsafeMutableRawPointer, _ body: @escaping (UnsafeMutableRawPointer?) -> Bool) -> SignalHandler {
     let handler = SignalHandler { arguments in body(arguments[0]) ? CGLIB_TRUE : CGLIB_FALSE }

@@ -96,7 +96,15 @@ final class PeerLink {
     private var isWriting = false
     /// Frames queued before the handshake finished wait for it: a non-blocking
     /// write during the handshake would only report that it would block.
-    private var isHandshakeDone = false
+    private(set) var isHandshakeDone = false
+    /// An accepted connection's whole ClientHello is there: asks for a
+    /// handshake slot, then calls ``startServerHandshake()``. Unset, the
+    /// handshake starts at once.
+    var onClientHello: ((PeerLink) -> Void)?
+    /// The server handshake runs (on a pool thread) since this serial
+    /// (``PeerLinks``' count of handshakes started); nil before it started.
+    var handshakeStartedAt: Int?
+    private var startHandshake: (() -> Void)?
     /// The socket took no more: the rest waits for `writeWatch`.
     private var waitingForRoom = false
     /// Close once everything queued is written (after a last frame).
@@ -152,9 +160,33 @@ final class PeerLink {
         g_socket_client_connect_to_host_async(client, address, 0, cancellablePointer, callback, data)
     }
 
-    /// Takes an accepted TCP connection and runs the TLS server handshake.
+    /// Takes an accepted TCP connection and runs the TLS server handshake
+    /// once the client's first record is there (``ClientHelloGate``).
     func accept(connection: UnsafeMutableRawPointer, certificate: GObjectRef) {
-        startTLS(on: GObjectRef(retaining: connection), certificate: certificate)
+        let connection = GObjectRef(retaining: connection)
+        self.connection = connection
+        guard let fd = socketDescriptor else { return }
+        let ready = { [weak self] () -> Bool in
+            guard let self, !self.isClosed else { return false }
+            switch ClientHelloGate.state(of: fd) {
+            case .waiting: return true
+            case .closed: self.close(reason: "\(self.address) closed the connection before its handshake")
+            case .complete:
+                self.startHandshake = { [unowned self] in self.startTLS(on: connection, certificate: certificate) }
+                if let onClientHello = self.onClientHello { onClientHello(self) } else { self.startServerHandshake() }
+            }
+            return false
+        }
+        if ready() {
+            readWatch = loop.onFileDescriptor(fd, condition: G_IO_IN, nested: .skipped, priority: ConnectionListener.priority) { _ in ready() }
+        }
+    }
+
+    /// Runs the server handshake of an accepted connection whose ClientHello is there.
+    func startServerHandshake() {
+        let start = startHandshake
+        startHandshake = nil
+        start?()
     }
 
     private func startTLS(on connection: GObjectRef, certificate: GObjectRef) {
@@ -429,12 +461,26 @@ final class PeerLink {
     func close(reason: String) {
         guard !isClosed else { return }
         isClosed = true
-        log.info("link \(serial) (\(role.rawValue), \(address)) closed: \(reason)")
+        // A stranger's connection that never authenticated is not worth a line
+        // each: under a flood the refusals are summed up instead.
+        log.log(level: role == .server && !helloReceived ? .debug : .info, "link \(serial) (\(role.rawValue), \(address)) closed: \(reason)")
         g_cancellable_cancel(cancellablePointer)
         readWatch?.cancel()
         writeWatch?.cancel()
         acceptHandler = nil
-        if let tls { g_io_stream_close_async(tls.as(GIOStream.self), G_PRIORITY_DEFAULT, nil, nil, nil) }
+        if let tls, isHandshakeDone {
+            g_io_stream_close_async(tls.as(GIOStream.self), G_PRIORITY_DEFAULT, nil, nil, nil)
+        } else if tls != nil, let fd = socketDescriptor {
+            // Mid-handshake: the peer is cut off now and the cancelled
+            // handshake thread returns at once; the descriptor goes with the
+            // last reference (not closed here, so its number cannot be reused
+            // under that thread). No TLS close: it would wait for a pool
+            // thread of its own.
+            shutdown(fd, Int32(SHUT_RDWR))
+        } else if let connection {
+            // Closed before its handshake: the descriptor goes now, not when the link is released.
+            g_io_stream_close(connection.as(GIOStream.self), nil, nil)
+        }
         onClosed?(self, reason)
         onClosed = nil
         onDataDrained = nil

@@ -37,8 +37,12 @@ final class PeerLinks {
     /// How long a connection may take to authenticate (TLS handshake and hello).
     let handshakeSeconds: Int64
     var certificate: GObjectRef?
-    var service: GObjectRef?
-    var incomingHandler: SignalHandler?
+    /// The listening socket while enabled.
+    var service: ConnectionListener?
+    /// Which connections are taken while they authenticate.
+    let admission = ConnectionAdmission()
+    /// Server handshakes started so far (the order of ``PeerLink/handshakeStartedAt``).
+    var handshakesStarted = 0
     var socketClient: GObjectRef?
     var boundPort: UInt16 = 0
     var links: [PeerLink] = []
@@ -82,8 +86,7 @@ final class PeerLinks {
 
     /// Stops listening and closes every link.
     func stop(reason: String) {
-        if let service { g_socket_service_stop(service.as(GSocketService.self)); g_socket_listener_close(service.as(GSocketListener.self)) }
-        incomingHandler = nil
+        service?.stop()
         service = nil
         boundPort = 0
         for link in links { link.close(reason: reason) }
@@ -95,62 +98,23 @@ final class PeerLinks {
     var isListening: Bool { service != nil }
 
     private func listen() throws {
-        let service = g_socket_service_new()!
-        let ref = GObjectRef(taking: UnsafeMutableRawPointer(service))
-        let address = g_inet_socket_address_new_from_string(listenHost, UInt32(listenPort))
-        guard let address else { throw HandoffError("InvalidArgument", "cannot listen on \(listenHost):\(listenPort)") }
-        defer { g_object_unref(address) }
-        var effective: UnsafeMutablePointer<GSocketAddress>?
-        _ = try gioCall("g_socket_listener_add_address") { error in
-            g_socket_listener_add_address(gcast(UnsafeMutableRawPointer(service)), gcast(UnsafeMutableRawPointer(address)),
-                                          G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, nil, &effective, error) != 0 ? true : nil
-        }
-        if let effective {
-            boundPort = g_inet_socket_address_get_port(gcast(UnsafeMutableRawPointer(effective)))
-            g_object_unref(effective)
-        }
-        incomingHandler = connectIncoming(ref.raw) { [weak self] connection in
-            guard let self, let connection, let shown = self.certificateForStrangers else { return }
+        let listener = try ConnectionListener(host: listenHost, port: listenPort, loop: context.loop, scheduler: context.scheduler,
+                                              log: log) { [weak self] connection in
+            guard let self, let shown = self.certificateForStrangers else { return }
             let address = remoteAddress(of: connection)
-            // Not accepted: GIO drops the connection once the signal returns.
-            if let refusal = self.admissionRefusal(from: address) {
-                return self.logRefusal(refusal)
-            }
+            // Not taken: the connection is closed when the listener lets it go.
+            guard self.admit(connectionFrom: address) else { return }
             let link = self.makeLink(role: .server, address: address)
             link.showedEphemeralCertificate = shown.ephemeral
+            link.onClientHello = { [weak self] link in self?.handshakeSlot(for: link) }
             link.accept(connection: connection, certificate: shown.certificate)
         }
-        g_socket_service_start(service)
-        self.service = ref
+        boundPort = listener.port
+        service = listener
         log.info("listening on \(listenHost):\(boundPort) as \(identity?.deviceID ?? "-")")
     }
 
     // MARK: Links
-
-    /// Connections that have not authenticated yet (handshake and hello):
-    /// at most this many in all, and from one address.
-    static let maximumUnauthenticated = 64
-    static let maximumUnauthenticatedPerAddress = 8
-
-    /// Why an incoming connection from `address` is not taken, or nil.
-    func admissionRefusal(from address: String) -> String? {
-        let waiting = links.filter { $0.role == .server && !$0.helloReceived && !$0.isClosed }
-        if waiting.count >= Self.maximumUnauthenticated { return "\(waiting.count) connections are still authenticating" }
-        let host = hostPart(of: address)
-        if waiting.lazy.filter({ hostPart(of: $0.address) == host }).count >= Self.maximumUnauthenticatedPerAddress {
-            return "\(Self.maximumUnauthenticatedPerAddress) connections from \(host) are still authenticating"
-        }
-        return nil
-    }
-
-    /// One log line per burst of refusals, not one per connection.
-    func logRefusal(_ reason: String) {
-        refusedSinceLog += 1
-        guard now >= refusalLogAllowedAt else { return }
-        log.warning("refusing new connections: \(reason) (\(refusedSinceLog) refused)")
-        refusedSinceLog = 0
-        refusalLogAllowedAt = now + 10_000_000
-    }
 
     func makeLink(role: PeerLink.Role, address: String) -> PeerLink {
         linkSerial += 1

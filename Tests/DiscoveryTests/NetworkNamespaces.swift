@@ -189,20 +189,11 @@ final class TwoDesktopLink: @unchecked Sendable {
 
     @discardableResult
     private static func ip(_ arguments: [String]) throws -> CommandResult {
-        let result = try runCommand("ip", arguments, environment: ["PATH": standardSearchPath], timeout: 20)
-        guard result.succeeded else { throw CommandFailure(result: result) }
-        return result
+        try NetworkNamespaceTools.ip(arguments)
     }
 
     /// Deletes `uadisc-<pid>-…` namespaces whose creating process is gone.
     private static func deleteStaleNamespaces() {
-        guard let list = try? runCommand("ip", ["netns", "list"], environment: ["PATH": standardSearchPath]) else { return }
-        for line in list.stdout.split(separator: "\n") {
-            let name = String(line.split(separator: " ").first ?? "")
-            guard name.hasPrefix(prefix) else { continue }
-            let pidText = name.dropFirst(prefix.count).split(separator: "-").first.map(String.init) ?? ""
-            guard let pid = Int32(pidText), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
-            _ = try? ip(["netns", "del", name])
-        }
+        NetworkNamespaceTools.deleteStale(prefix: prefix)
     }
 }

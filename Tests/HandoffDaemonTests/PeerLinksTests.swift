@@ -42,22 +42,39 @@ import Testing
         }
     }
 
-    @Test func connectionsStillAuthenticatingAreCappedPerAddressAndInAll() throws {
+    @Test func connectionsStillAuthenticatingAreCappedPerAddressAndShareTheSlotsFairly() throws {
         try TwoDevices.run { devices in
             let links = devices.a.links
-            for port in 1...PeerLinks.maximumUnauthenticatedPerAddress {
-                #expect(links.admissionRefusal(from: "192.0.2.1:\(port)") == nil)
-                _ = links.makeLink(role: .server, address: "192.0.2.1:\(port)")
+            let limits = links.admission.limits
+            func arrive(_ address: String) -> Bool {
+                guard links.admit(connectionFrom: address) else { return false }
+                _ = links.makeLink(role: .server, address: address)
+                return true
             }
-            #expect(links.admissionRefusal(from: "192.0.2.1:999")?.contains("192.0.2.1") == true)
-            #expect(links.admissionRefusal(from: "192.0.2.2:1") == nil)
-            for index in links.links.count..<PeerLinks.maximumUnauthenticated {
-                _ = links.makeLink(role: .server, address: "198.51.100.\(index):1")
+            func waiting(from host: String) -> Int { links.links.filter { !$0.helloReceived && hostPart(of: $0.address) == host }.count }
+            for port in 1...limits.perGroup { #expect(arrive("192.0.2.1:\(port)")) }
+            let oldest = try #require(links.links.first)
+            // One more from that address takes the place of its oldest.
+            #expect(arrive("192.0.2.1:999"))
+            #expect(oldest.isClosed)
+            #expect(waiting(from: "192.0.2.1") == limits.perGroup)
+            // Every other slot goes to an address of its own; then each newcomer
+            // from a new address takes a slot of the address holding the most.
+            var index = 0
+            while links.links.count < limits.total {
+                index += 1
+                #expect(arrive("198.51.100.\(index):1"))
             }
-            #expect(links.admissionRefusal(from: "203.0.113.5:1") != nil)
+            while waiting(from: "192.0.2.1") > 1 {
+                index += 1
+                #expect(arrive("198.51.100.\(index):1"))
+            }
+            #expect(links.links.count == limits.total)
+            // All addresses hold one: one of them again is refused.
+            #expect(!arrive("198.51.100.1:2"))
             // A link that authenticated no longer counts.
             links.links.first?.helloReceived = true
-            #expect(links.admissionRefusal(from: "203.0.113.5:1") == nil)
+            #expect(arrive("198.51.100.1:2"))
         }
     }
 
