@@ -435,7 +435,7 @@ final class HandoffDaemon {
         case .unpair: receivedUnpair(on: link)
         case .fetch, .fetchReply, .continued, .error, .continueFailed: receivedContinuation(frame, on: link)
         case .streamOpen, .streamData, .streamCredit, .streamClose: receivedStream(frame, on: link)
-        case .fileRequest, .fileHeader, .fileData, .fileCredit, .fileEnd: receivedFile(frame, on: link)
+        case .fileRequest, .fileHeader, .fileData, .fileCredit, .fileEnd, .fileHashRequest: receivedFile(frame, on: link)
         }
     }
 
