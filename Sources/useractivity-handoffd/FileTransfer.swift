@@ -32,17 +32,86 @@ final class OutgoingFile {
     var sent: Int64 = 0
     var credit = 0
     /// Of the bytes sent so far, for the end of the transfer.
-    let hash = SHA256Stream()
+    let hasher: FileHasher
     /// The asker asked for the SHA-256 before any byte (it has a file of that size).
     var hashAsked = false
-    init(request: UInt32, link: PeerLink, fd: Int32, size: Int64, grant: FileGrant) {
+    init(request: UInt32, link: PeerLink, fd: Int32, size: Int64, grant: FileGrant, loop: MainLoop) {
         self.request = request
         self.link = link
         self.fd = fd
         self.size = size
         self.grant = grant
+        hasher = FileHasher(loop: loop)
     }
-    deinit { close(fd) }
+    deinit {
+        hasher.cancel()
+        close(fd)
+    }
+}
+
+/// On the origin: the SHA-256 of the bytes sent, computed on a thread of its
+/// own while the loop reads and sends; at most a window of bytes waits for it.
+final class FileHasher: @unchecked Sendable {
+    private let worker: SerialWorker
+    /// Only on the worker's thread.
+    private let hash = SHA256Stream()
+    private let lock = ThreadLock()
+    /// Under `lock`: bytes given and not yet hashed; the loop waits for room;
+    /// the transfer is over without a digest.
+    private var waiting = 0
+    private var stalled = false
+    private var cancelled = false
+    /// On the loop's thread.
+    private var finishing = false
+    /// On the loop's thread: there is room again; the digest of all after ``finish()``.
+    var onRoom: (() -> Void)?
+    var onDigest: ((String) -> Void)?
+
+    init(loop: MainLoop) {
+        worker = SerialWorker(name: "file-hash", replyingOn: loop)
+    }
+
+    /// Whether more may be given now; if not, ``onRoom`` says when.
+    var hasRoom: Bool {
+        lock.withLock {
+            if waiting < FileTransferLimits.window { return true }
+            stalled = true
+            return false
+        }
+    }
+
+    func append(_ bytes: [UInt8]) {
+        lock.withLock { waiting += bytes.count }
+        worker.async { [self] in
+            guard !lock.withLock({ cancelled }) else { return }
+            hash.update(bytes)
+            let wake = lock.withLock { () -> Bool in
+                waiting -= bytes.count
+                guard stalled, waiting <= FileTransferLimits.window / 2 else { return false }
+                stalled = false
+                return true
+            }
+            if wake { worker.reply { [self] in onRoom?() } }
+        }
+    }
+
+    /// After the last ``append(_:)``: the digest, then the thread ends.
+    func finish() {
+        finishing = true
+        worker.async { [self] in
+            guard !lock.withLock({ cancelled }) else { return }
+            let digest = hash.finish()
+            worker.reply { [self] in onDigest?(digest) }
+        }
+        worker.stop()
+    }
+
+    /// The transfer ended early: what waits is dropped and the thread ends.
+    func cancel() {
+        guard !finishing else { return }
+        lock.withLock { cancelled = true }
+        worker.stop()
+    }
 }
 
 /// On the asker: the file being written, hashed and finally `fsync`ed on a
@@ -302,7 +371,12 @@ extension HandoffDaemon {
             log.info("refused \(device.name) the document of \(activityID): \(error.message)")
             link.send(FileTransferMessage.end(request: request, failure: StreamFailure(name: error.name, message: error.message)).frame, priority: .bulk)
         case .success(let (fd, size, grant)):
-            transfers.outgoing[key] = OutgoingFile(request: request, link: link, fd: fd, size: size, grant: grant)
+            let transfer = OutgoingFile(request: request, link: link, fd: fd, size: size, grant: grant, loop: loop)
+            transfer.hasher.onRoom = { [weak self, weak link] in
+                guard let self, let link else { return }
+                self.pumpFiles(on: link)
+            }
+            transfers.outgoing[key] = transfer
             // The header goes at once; the SHA-256 of what is sent follows the last byte.
             let name = String(grant.path.split(separator: "/").last ?? "document")
             link.send(FileTransferMessage.header(request: request, size: UInt64(size), sha256: nil, name: name).frame, priority: .bulk)
@@ -354,7 +428,8 @@ extension HandoffDaemon {
     /// hashing each piece as it goes.
     func pumpFiles(on link: PeerLink) {
         for (key, transfer) in transfers.outgoing where transfer.link === link {
-            while !link.isClosed, link.queuedBulkFrames < StreamLimits.queuedDataFrames, transfer.sent < transfer.size, transfer.credit > 0 {
+            while !link.isClosed, link.queuedBulkFrames < StreamLimits.queuedDataFrames, transfer.sent < transfer.size, transfer.credit > 0,
+                  transfer.hasher.hasRoom {
                 let want = min(FileTransferLimits.chunk, transfer.credit, Int(transfer.size - transfer.sent))
                 // Read straight into the frame's bytes.
                 let chunk = [UInt8](unsafeUninitializedCapacity: want) { buffer, count in
@@ -365,7 +440,7 @@ extension HandoffDaemon {
                     link.send(FileTransferMessage.end(request: transfer.request, failure: StreamFailure(name: HandoffInterfaces.ErrorName.handoffFailed, message: "the document changed while it was sent")).frame, priority: .bulk)
                     break
                 }
-                transfer.hash.update(chunk)
+                transfer.hasher.append(chunk)
                 transfer.sent += Int64(chunk.count)
                 transfer.credit -= chunk.count
                 link.send(FileTransferMessage.data(request: transfer.request, chunk).frame, priority: .bulk)
@@ -375,8 +450,15 @@ extension HandoffDaemon {
             // The size and time again at the end: a file written meanwhile is not passed off as the one fetched.
             var info = stat()
             let unchanged = fstat(transfer.fd, &info) == 0 && Int64(info.st_size) == transfer.grant.size && same(modifiedTime(info), transfer.grant.modified)
-            link.send(unchanged ? FileTransferMessage.finished(request: transfer.request, sha256: transfer.hash.finish()).frame
-                : FileTransferMessage.end(request: transfer.request, failure: StreamFailure(name: HandoffInterfaces.ErrorName.handoffFailed, message: "the document changed while it was sent")).frame, priority: .bulk)
+            guard unchanged else {
+                link.send(FileTransferMessage.end(request: transfer.request, failure: StreamFailure(name: HandoffInterfaces.ErrorName.handoffFailed, message: "the document changed while it was sent")).frame, priority: .bulk)
+                continue
+            }
+            let request = transfer.request
+            transfer.hasher.onDigest = { [weak link] digest in
+                link?.send(FileTransferMessage.finished(request: request, sha256: digest).frame, priority: .bulk)
+            }
+            transfer.hasher.finish()
         }
     }
 

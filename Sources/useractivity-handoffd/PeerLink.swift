@@ -309,44 +309,50 @@ final class PeerLink {
         }
     }
 
-    /// One read per wakeup: GnuTLS takes a record at a time from the socket,
-    /// and the buffer holds a whole record, so what is left stays in the
-    /// socket and makes the source ready again.
+    /// A few reads per wakeup: GnuTLS takes a record (at most 16 KiB) at a
+    /// time from the socket, so a bulk transfer would otherwise cost a poll
+    /// and a dispatch per record; what is left after them stays in the
+    /// socket and makes the source ready again, so other sources take turns.
     private func readAvailable(from input: OpaquePointer?) -> Bool {
-        guard !isClosed else { return false }
-        let count: Int
-        do {
-            count = try gioCall("g_pollable_input_stream_read_nonblocking") { error -> Int? in
-                let n = g_pollable_input_stream_read_nonblocking(input, readBuffer, 16384, nil, error)
-                return n < 0 ? nil : n
-            }
-        } catch let failure as GIOFailure where failure.wouldBlock {
-            return true
-        } catch {
-            close(reason: "reading from \(address) failed: \(error.gioMessage)")
-            return false
-        }
-        guard !isClosed else { return false }
-        if count == 0 {
-            close(reason: "\(address) closed the connection")
-            return false
-        }
-        liveness.received(now: scheduler.monotonic)
-        reader.append(UnsafeRawBufferPointer(start: readBuffer, count: count))
-        do {
-            while !isClosed, let frame = try reader.next() {
-                if !isPaired && !frame.kind.isPairing {
-                    close(reason: "\(address) is not paired and sent a \(frame.kind) frame: disconnected")
-                    return false
+        for _ in 0..<Self.readsPerWakeup {
+            guard !isClosed else { return false }
+            let count: Int
+            do {
+                count = try gioCall("g_pollable_input_stream_read_nonblocking") { error -> Int? in
+                    let n = g_pollable_input_stream_read_nonblocking(input, readBuffer, 16384, nil, error)
+                    return n < 0 ? nil : n
                 }
-                onFrame?(self, frame)
+            } catch let failure as GIOFailure where failure.wouldBlock {
+                return true
+            } catch {
+                close(reason: "reading from \(address) failed: \(error.gioMessage)")
+                return false
             }
-        } catch {
-            close(reason: "\(address) sent a bad frame (\(error)): disconnected")
-            return false
+            guard !isClosed else { return false }
+            if count == 0 {
+                close(reason: "\(address) closed the connection")
+                return false
+            }
+            liveness.received(now: scheduler.monotonic)
+            reader.append(UnsafeRawBufferPointer(start: readBuffer, count: count))
+            do {
+                while !isClosed, let frame = try reader.next() {
+                    if !isPaired && !frame.kind.isPairing {
+                        close(reason: "\(address) is not paired and sent a \(frame.kind) frame: disconnected")
+                        return false
+                    }
+                    onFrame?(self, frame)
+                }
+            } catch {
+                close(reason: "\(address) sent a bad frame (\(error)): disconnected")
+                return false
+            }
         }
         return !isClosed
     }
+
+    /// Records read per wakeup: a 64 KiB document frame.
+    private static let readsPerWakeup = 4
 
     // MARK: Liveness
 

@@ -113,6 +113,16 @@ else:
         #expect(stacks.b.waitForDevice(onB, "CurrentActivity", { $0?.stringVariantEntries?.contains { $0.0 == "title" && $0.1.unwrappedVariant == .string(title) } == true }))
     }
 
+    /// CPU time (user + system, all threads) of a stack's handoffd so far, in milliseconds.
+    func cpuMilliseconds(_ stack: Stack) -> Double {
+        guard let pid = stack.handoffd?.pid, let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = text.lastIndex(of: ")") else { return -1 }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        // After the command: state is field 3, utime 14 and stime 15.
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return -1 }
+        return (user + system) * 1000 / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
     @Test("Over loopback") func overLoopback() throws { try measure(veth: nil, label: "loopback") }
 
     @Test("Between two network namespaces over veth", .enabled(if: VethLink.skipReason == nil, "\(VethLink.skipReason ?? "")"))
@@ -138,10 +148,12 @@ else:
 
         try publish(stacks, onB: onB, path: path, title: "large.bin")
         let before = (a: memory(stacks.a), b: memory(stacks.b))
+        let cpuBefore = (a: cpuMilliseconds(stacks.a), b: cpuMilliseconds(stacks.b))
         let start = now()
         _ = try stacks.b.call(HO.busName, onB, HO.device, "ContinueActivity", [.stringVariantDictionary([])], timeout: 600_000)
         let transfer = now() - start
         let after = (a: memory(stacks.a), b: memory(stacks.b))
+        let cpu = (a: cpuMilliseconds(stacks.a) - cpuBefore.a, b: cpuMilliseconds(stacks.b) - cpuBefore.b)
         let arrived = stacks.b.session.home + "/Downloads/Stack A/large.bin"
         var info = stat()
         #expect(stat(arrived, &info) == 0 && Int(info.st_size) == Self.bytes)
@@ -149,7 +161,7 @@ else:
         let mib = Double(Self.bytes) / 1_048_576
         print(String(format: "MEASURE [%@] document of %.0f MiB: bare TLS 1.3 pipe %.0f ms (%.1f MiB/s); Continue to app launched with the copy %.0f ms (%.1f MiB/s); transfer/pipe throughput %.2f",
                      label, mib, pipe, mib / pipe * 1000, transfer, mib / transfer * 1000, pipe / transfer))
-        print("MEASURE [\(label)] handoffd A VmRSS \(before.a.rss) → \(after.a.rss) kB (peak \(before.a.peak) → \(after.a.peak) kB); handoffd B VmRSS \(before.b.rss) → \(after.b.rss) kB (peak \(before.b.peak) → \(after.b.peak) kB)")
+        print("MEASURE [\(label)] handoffd A VmRSS \(before.a.rss) → \(after.a.rss) kB (peak \(before.a.peak) → \(after.a.peak) kB); handoffd B VmRSS \(before.b.rss) → \(after.b.rss) kB (peak \(before.b.peak) → \(after.b.peak) kB); CPU time A \(Int(cpu.a)) ms, B \(Int(cpu.b)) ms")
 
         // 10 MiB: B's Continue until the app is launched with the copy, against the pipe
         // for the same file plus a local continue of the copy already on B (five each, medians).
