@@ -61,10 +61,14 @@ public final class SerialWorker: @unchecked Sendable {
     private var jobs: [@Sendable () -> Void] = []
     private var stopping = false
     private let context: OpaquePointer
+    private let niceness: Int32
 
-    /// Starts the thread; results go back to `loop`'s thread.
-    public init(name: String, replyingOn loop: MainLoop) {
+    /// Starts the thread; results go back to `loop`'s thread. A positive
+    /// `niceness` lowers the thread's priority below the loop's, so that
+    /// bulk work yields the processor to what a person is waiting for.
+    public init(name: String, replyingOn loop: MainLoop, niceness: Int32 = 0) {
         context = g_main_context_ref(loop.context)
+        self.niceness = niceness
         pthread_mutex_init(mutex, nil)
         pthread_cond_init(condition, nil)
         // The thread holds the worker until it ends (after ``stop()``).
@@ -107,6 +111,8 @@ public final class SerialWorker: @unchecked Sendable {
     }
 
     private func run() {
+        // On Linux a nice value belongs to a thread: 0 names the calling one.
+        if niceness > 0 { _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, niceness) }
         while true {
             pthread_mutex_lock(mutex)
             while jobs.isEmpty && !stopping { pthread_cond_wait(condition, mutex) }

@@ -68,7 +68,7 @@ final class FileHasher: @unchecked Sendable {
     var onDigest: ((String) -> Void)?
 
     init(loop: MainLoop) {
-        worker = SerialWorker(name: "file-hash", replyingOn: loop)
+        worker = SerialWorker(name: "file-hash", replyingOn: loop, niceness: FileTransfers.workerNiceness)
     }
 
     /// Whether more may be given now; if not, ``onRoom`` says when.
@@ -139,7 +139,7 @@ final class FileSink: @unchecked Sendable {
 
     init(fd: Int32, loop: MainLoop) {
         self.fd = fd
-        worker = SerialWorker(name: "file-write", replyingOn: loop)
+        worker = SerialWorker(name: "file-write", replyingOn: loop, niceness: FileTransfers.workerNiceness)
     }
 
     private var isCancelled: Bool { lock.withLock { cancelled } }
@@ -267,6 +267,9 @@ final class FileTransfers {
     static let stallMicroseconds: Int64 = 60_000_000
     /// Documents one link may be sending at once (each holds a descriptor and, first, a hashing thread).
     static let maximumOutgoingPerLink = 4
+    /// Hashing and writing documents run below the loop's priority: on a
+    /// busy machine the adverts and the link come first.
+    static let workerNiceness: Int32 = 10
 }
 
 /// The `user-info` key of an open-document activity's URI.
