@@ -80,13 +80,16 @@ final class FileHasher: @unchecked Sendable {
         }
     }
 
-    func append(_ bytes: [UInt8]) {
-        lock.withLock { waiting += bytes.count }
+    /// Pieces to hash, in order (several at once: one wakeup of the thread for all).
+    func append(_ pieces: [[UInt8]]) {
+        let count = pieces.reduce(0) { $0 + $1.count }
+        guard count > 0 else { return }
+        lock.withLock { waiting += count }
         worker.async { [self] in
             guard !lock.withLock({ cancelled }) else { return }
-            hash.update(bytes)
+            for bytes in pieces { hash.update(bytes) }
             let wake = lock.withLock { () -> Bool in
-                waiting -= bytes.count
+                waiting -= count
                 guard stalled, waiting <= FileTransferLimits.window / 2 else { return false }
                 stalled = false
                 return true
@@ -260,6 +263,9 @@ final class FileTransfers {
     var grants: [String: FileGrant] = [:]
     var outgoing: [String: OutgoingFile] = [:]
     var incoming: [UInt32: IncomingFile] = [:]
+    /// Inside ``HandoffDaemon/pumpFiles(on:)``, and whether it was asked again meanwhile.
+    var isPumping = false
+    var pumpAgain = false
 
     static func key(_ link: PeerLink, _ request: UInt32) -> String { "\(link.serial)/\(request)" }
     /// An origin that keeps the link up but sends nothing for this long fails the transfer
@@ -427,10 +433,23 @@ extension HandoffDaemon {
         return hash.finish()
     }
 
-    /// Sends what the asker's credit and the link's bulk queue allow,
-    /// hashing each piece as it goes.
+    /// Sends what the asker's credit and the link's bulk queue allow, and
+    /// hands what it sent to the hashing thread, in order. A frame written
+    /// while sending drains the queue and asks again: that call only marks
+    /// the pump to run once more, so no piece overtakes another.
     func pumpFiles(on link: PeerLink) {
+        guard !transfers.isPumping else { transfers.pumpAgain = true; return }
+        transfers.isPumping = true
+        defer { transfers.isPumping = false }
+        repeat {
+            transfers.pumpAgain = false
+            pumpOnce(on: link)
+        } while transfers.pumpAgain && !link.isClosed
+    }
+
+    private func pumpOnce(on link: PeerLink) {
         for (key, transfer) in transfers.outgoing where transfer.link === link {
+            var sent: [[UInt8]] = []
             while !link.isClosed, link.queuedBulkFrames < StreamLimits.queuedDataFrames, transfer.sent < transfer.size, transfer.credit > 0,
                   transfer.hasher.hasRoom {
                 let want = min(FileTransferLimits.chunk, transfer.credit, Int(transfer.size - transfer.sent))
@@ -443,11 +462,12 @@ extension HandoffDaemon {
                     link.send(FileTransferMessage.end(request: transfer.request, failure: StreamFailure(name: HandoffInterfaces.ErrorName.handoffFailed, message: "the document changed while it was sent")).frame, priority: .bulk)
                     break
                 }
-                transfer.hasher.append(chunk)
+                sent.append(chunk)
                 transfer.sent += Int64(chunk.count)
                 transfer.credit -= chunk.count
                 link.send(FileTransferMessage.data(request: transfer.request, chunk).frame, priority: .bulk)
             }
+            transfer.hasher.append(sent)
             guard transfers.outgoing[key] === transfer, transfer.sent == transfer.size else { continue }
             transfers.outgoing[key] = nil
             // The size and time again at the end: a file written meanwhile is not passed off as the one fetched.
