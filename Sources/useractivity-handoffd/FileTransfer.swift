@@ -266,6 +266,8 @@ final class FileTransfers {
     /// Inside ``HandoffDaemon/pumpFiles(on:)``, and whether it was asked again meanwhile.
     var isPumping = false
     var pumpAgain = false
+    /// The heap top is kept for transfers (``keptHeapTop``).
+    var keepsHeap = false
 
     static func key(_ link: PeerLink, _ request: UInt32) -> String { "\(link.serial)/\(request)" }
     /// An origin that keeps the link up but sends nothing for this long fails the transfer
@@ -276,6 +278,13 @@ final class FileTransfers {
     /// Hashing and writing documents run below the loop's priority: on a
     /// busy machine the adverts and the link come first.
     static let workerNiceness: Int32 = 10
+    /// Free memory kept at the top of the heap once a document moves: its
+    /// 64 KiB frames are allocated and freed by the thousand, and glibc's
+    /// default (128 KiB) gave the pages back and faulted them in again each
+    /// time. Bounded by the window in flight on each side.
+    static let keptHeapTop: Int32 = 2 << 20
+    /// glibc's default, again once no document moves.
+    static let defaultHeapTop: Int32 = 128 << 10
 }
 
 /// The `user-info` key of an open-document activity's URI.
@@ -380,6 +389,7 @@ extension HandoffDaemon {
             log.info("refused \(device.name) the document of \(activityID): \(error.message)")
             link.send(FileTransferMessage.end(request: request, failure: StreamFailure(name: error.name, message: error.message)).frame, priority: .bulk)
         case .success(let (fd, size, grant)):
+            keepHeapForTransfers()
             let transfer = OutgoingFile(request: request, link: link, fd: fd, size: size, grant: grant, loop: loop)
             transfer.hasher.onRoom = { [weak self, weak link] in
                 guard let self, let link else { return }
@@ -445,6 +455,7 @@ extension HandoffDaemon {
             transfers.pumpAgain = false
             pumpOnce(on: link)
         } while transfers.pumpAgain && !link.isClosed
+        releaseTransferMemoryIfIdle()
     }
 
     private func pumpOnce(on link: PeerLink) {
@@ -478,11 +489,27 @@ extension HandoffDaemon {
                 continue
             }
             let request = transfer.request
-            transfer.hasher.onDigest = { [weak link] digest in
+            transfer.hasher.onDigest = { [weak self, weak link] digest in
                 link?.send(FileTransferMessage.finished(request: request, sha256: digest).frame, priority: .bulk)
+                self?.releaseTransferMemoryIfIdle()
             }
             transfer.hasher.finish()
         }
+    }
+
+    func keepHeapForTransfers() {
+        guard !transfers.keepsHeap else { return }
+        transfers.keepsHeap = true
+        Memory.keepFreedHeapTop(bytes: FileTransfers.keptHeapTop)
+    }
+
+    /// Once no document moves in either direction, the heap kept for
+    /// transfers goes back to the system: an idle daemon stays small.
+    func releaseTransferMemoryIfIdle() {
+        guard transfers.keepsHeap, transfers.outgoing.isEmpty, transfers.incoming.isEmpty else { return }
+        transfers.keepsHeap = false
+        Memory.keepFreedHeapTop(bytes: FileTransfers.defaultHeapTop)
+        Memory.returnFreedMemory()
     }
 
     // MARK: Asker
@@ -528,6 +555,7 @@ extension HandoffDaemon {
         }
         let completion = transfer.completion
         transfer.completion = nil
+        releaseTransferMemoryIfIdle()
         completion?(result)
     }
 
@@ -590,6 +618,7 @@ extension HandoffDaemon {
         guard fd >= 0 else { return fail("cannot write in \(transfer.folder)") }
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         transfer.temporaryPath = String(cString: template)
+        keepHeapForTransfers()
         let sink = FileSink(fd: fd, loop: loop)
         transfer.sink = sink
         sink.onWritten = { [weak self, weak transfer] count in
@@ -729,6 +758,7 @@ extension HandoffDaemon {
         case .end(let request, let failure):
             if let transfer = transfers.outgoing.removeValue(forKey: FileTransfers.key(link, request)) {
                 log.info("\(device.name) ended the transfer of \(transfer.grant.path)\(failure.map { ": \($0.message)" } ?? "")")
+                releaseTransferMemoryIfIdle()
             } else if let transfer = transfers.incoming[request], transfer.link === link {
                 receivedFileEnd(transfer, failure: failure)
             }
@@ -749,5 +779,6 @@ extension HandoffDaemon {
         for transfer in transfers.incoming.values where transfer.link === link || transfer.link == nil {
             finishIncoming(transfer, .failure(HandoffError("ConnectionUnavailable", "\(transfer.deviceName) went away during the transfer: \(reason)")), tellOrigin: false)
         }
+        releaseTransferMemoryIfIdle()
     }
 }
