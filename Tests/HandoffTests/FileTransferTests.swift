@@ -248,6 +248,19 @@ struct FileTransferTests {
     print("CLOSED", flush=True)
     """#
 
+    /// Makes `path` A's current document and stops B's handoffd, so that the
+    /// asking peer (with B's key) is the only one to talk to A; the activity's
+    /// id and B's device path on A (taken while B's handoffd still answers).
+    func currentWithBStopped(_ setup: Setup, path: String) throws -> (id: String, onA: String) {
+        let activity = try setup.stacks.a.becomeCurrent(app: UA.editor, type: Self.openDocument, [
+            ("title", .string((path as NSString).lastPathComponent)), ("user-info", .stringVariantDictionary([("uri", .string(fileURI(path)))])),
+        ])
+        let onA = setup.stacks.a.devicePath(of: setup.stacks.b)
+        setup.stacks.b.killHandoffd()
+        #expect(setup.stacks.a.waitForDevice(onA, "Reachable", { $0 == .boolean(false) }), "\(setup.stacks.logs)")
+        return (String(activity.split(separator: "/").last ?? ""), onA)
+    }
+
     func hex(_ frame: Frame) -> String { FrameCodec.encode(frame).map { String(format: "%02x", $0) }.joined() }
 
     /// Runs the asking peer against A until it has `ends` file-end frames or is closed; the frames it received.
@@ -285,13 +298,7 @@ struct FileTransferTests {
         let other = setup.homeA + "/Other.txt"
         _ = try randomFile(named, bytes: 1000)
         _ = try randomFile(other, bytes: 1000)
-        let activity = try stacks.a.becomeCurrent(app: UA.editor, type: Self.openDocument, [
-            ("title", .string("Named.txt")), ("user-info", .stringVariantDictionary([("uri", .string(fileURI(named)))])),
-        ])
-        let id = String(activity.split(separator: "/").last ?? "")
-        let onA = stacks.a.devicePath(of: stacks.b)
-        stacks.b.killHandoffd()
-        #expect(stacks.a.waitForDevice(onA, "Reachable", { $0 == .boolean(false) }), "\(stacks.logs)")
+        let (id, onA) = try currentWithBStopped(setup, path: named)
 
         let answer = try ask(stacks, activityID: id, requests: [
             .request(request: 1, activityID: id, uri: fileURI(other)),
@@ -323,13 +330,7 @@ struct FileTransferTests {
         let stacks = setup.stacks
         let named = setup.homeA + "/Named.bin"
         let bytes = try randomFile(named, bytes: 300_000)
-        let activity = try stacks.a.becomeCurrent(app: UA.editor, type: Self.openDocument, [
-            ("title", .string("Named.bin")), ("user-info", .stringVariantDictionary([("uri", .string(fileURI(named)))])),
-        ])
-        let id = String(activity.split(separator: "/").last ?? "")
-        let onA = stacks.a.devicePath(of: stacks.b)
-        stacks.b.killHandoffd()
-        #expect(stacks.a.waitForDevice(onA, "Reachable", { $0 == .boolean(false) }), "\(stacks.logs)")
+        let (id, _) = try currentWithBStopped(setup, path: named)
         let hash = SHA256Stream()
         hash.update([UInt8](bytes))
         let expected = hash.finish()
