@@ -19,20 +19,28 @@ public enum FileTransferLimits {
 }
 
 /// The document transfer frames, typed. A transfer is named by the asker's
-/// `request` number. The asker requests; the origin answers with a header
-/// (size, SHA-256, name) and sends data only against the asker's credit, so
-/// an asker that already has the same bytes ends it before any is sent; the
-/// origin ends it once all is sent; either side may end it with a failure.
+/// `request` number. The asker requests; the origin answers at once with a
+/// header (size, name) and sends data only against the asker's credit,
+/// hashing what it sends, and ends it with the SHA-256 of what it sent
+/// (``finished(request:sha256:)``). An asker that has a file of that size
+/// where the document would be asks for the SHA-256 first (``hashRequest(request:)``,
+/// answered by a second header that carries it) and ends the transfer before
+/// any byte is sent when the bytes are the same. Either side may end it with a failure.
 public enum FileTransferMessage: Sendable, Equatable {
     case request(request: UInt32, activityID: String, uri: String)
-    case header(request: UInt32, size: UInt64, sha256: String, name: String)
+    case header(request: UInt32, size: UInt64, sha256: String?, name: String)
+    case hashRequest(request: UInt32)
     case data(request: UInt32, [UInt8])
     case credit(request: UInt32, bytes: UInt32)
+    /// Ended without the document: by the asker (it needs no more), or a failure.
     case end(request: UInt32, failure: StreamFailure?)
+    /// The origin sent every byte; `sha256` is theirs.
+    case finished(request: UInt32, sha256: String)
 
     public var request: UInt32 {
         switch self {
-        case .request(let r, _, _), .header(let r, _, _, _), .data(let r, _), .credit(let r, _), .end(let r, _): return r
+        case .request(let r, _, _), .header(let r, _, _, _), .hashRequest(let r), .data(let r, _), .credit(let r, _), .end(let r, _),
+             .finished(let r, _): return r
         }
     }
 
@@ -45,9 +53,12 @@ public enum FileTransferMessage: Sendable, Equatable {
             guard let id = frame.string("id"), !id.isEmpty, let uri = frame.string("uri"), uri.utf8.count <= 4096 else { return nil }
             return .request(request: request, activityID: id, uri: uri)
         case .fileHeader:
-            guard case .uint64(let size)? = frame.body["size"], let hash = frame.string("sha256"), isSHA256(hash),
-                  let name = frame.string("name"), name.utf8.count <= 255 else { return nil }
+            guard case .uint64(let size)? = frame.body["size"], let name = frame.string("name"), name.utf8.count <= 255 else { return nil }
+            let hash = frame.string("sha256")
+            if let hash, !isSHA256(hash) { return nil }
             return .header(request: request, size: size, sha256: hash, name: name)
+        case .fileHashRequest:
+            return .hashRequest(request: request)
         case .fileData:
             guard !frame.data.isEmpty, frame.data.count <= FileTransferLimits.chunk else { return nil }
             return .data(request: request, frame.data)
@@ -55,6 +66,7 @@ public enum FileTransferMessage: Sendable, Equatable {
             guard let bytes = frame.uint32("bytes"), bytes > 0, bytes <= UInt32(FileTransferLimits.window) else { return nil }
             return .credit(request: request, bytes: bytes)
         case .fileEnd:
+            if let hash = frame.string("sha256") { return isSHA256(hash) ? .finished(request: request, sha256: hash) : nil }
             guard let name = frame.string("name") else { return .end(request: request, failure: nil) }
             return .end(request: request, failure: StreamFailure(name: name, message: frame.string("message") ?? ""))
         default:
@@ -67,12 +79,16 @@ public enum FileTransferMessage: Sendable, Equatable {
         case .request(let request, let id, let uri):
             return Frame(.fileRequest, ["request": .uint32(request), "id": .string(id), "uri": .string(uri)])
         case .header(let request, let size, let hash, let name):
-            return Frame(.fileHeader, ["request": .uint32(request), "size": .uint64(size), "sha256": .string(hash), "name": .string(name)])
+            var body: [String: TypedValue] = ["request": .uint32(request), "size": .uint64(size), "name": .string(name)]
+            if let hash { body["sha256"] = .string(hash) }
+            return Frame(.fileHeader, body)
+        case .hashRequest(let request): return Frame(.fileHashRequest, ["request": .uint32(request)])
         case .data(let request, let bytes): return Frame(.fileData, ["request": .uint32(request)], data: bytes)
         case .credit(let request, let bytes): return Frame(.fileCredit, ["request": .uint32(request), "bytes": .uint32(bytes)])
         case .end(let request, let failure):
             guard let failure else { return Frame(.fileEnd, ["request": .uint32(request)]) }
             return Frame(.fileEnd, ["request": .uint32(request), "name": .string(failure.name), "message": .string(failure.message)])
+        case .finished(let request, let hash): return Frame(.fileEnd, ["request": .uint32(request), "sha256": .string(hash)])
         }
     }
 

@@ -51,15 +51,17 @@ public enum FrameKind: UInt8, Sendable, CaseIterable {
     /// Asks for the document of the fetched activity `id` (s): `request` (u),
     /// `uri` (s). See ``FileTransferMessage``.
     case fileRequest = 17
-    /// The document can come: `request`, `size` (t), `sha256` (s), `name` (s);
-    /// its bytes follow only as the asker credits them.
+    /// The document can come: `request`, `size` (t), `name` (s), and
+    /// `sha256` (s) only when the asker asked for it first
+    /// (``fileHashRequest``); its bytes follow only as the asker credits them.
     case fileHeader = 18
     /// Bytes of the document: `request`, then the bytes in ``Frame/data``.
     case fileData = 19
     /// The asker may take `bytes` (u) more: the origin may send that many more.
     case fileCredit = 20
-    /// The transfer `request` is over: complete, or failed or cancelled (by
-    /// either side) with `name` and `message` (s).
+    /// The transfer `request` is over: complete (from the origin, with the
+    /// `sha256` (s) of what it sent), or failed or cancelled (by either
+    /// side) with `name` and `message` (s).
     case fileEnd = 21
     /// A connecting device proves it is paired without having shown its
     /// key: `mac` (ay), ``LinkProof/client(linkSecret:channelBinding:)``.
@@ -71,6 +73,10 @@ public enum FrameKind: UInt8, Sendable, CaseIterable {
     /// The sender's resolving key (`resolving-key`, ay); with `derive` (b)
     /// true both ends take this link's exporter as their new link secret.
     case pairKeys = 24
+    /// The asker has a file of the announced size where the document would
+    /// be: `request`; the origin answers with a second ``fileHeader`` that
+    /// carries the SHA-256, before any byte is sent.
+    case fileHashRequest = 25
 
     /// Frames an unpaired peer may send; anything else disconnects it.
     public var isPairing: Bool {

@@ -41,7 +41,7 @@ final class ActivityExchange {
         case .advert: receivedAdvert(frame, on: link)
         case .fetch, .fetchReply, .continued, .error, .continueFailed: receivedContinuation(frame, on: link)
         case .streamOpen, .streamData, .streamCredit, .streamClose: receivedStream(frame, on: link)
-        case .fileRequest, .fileHeader, .fileData, .fileCredit, .fileEnd: receivedFile(frame, on: link)
+        case .fileRequest, .fileHeader, .fileData, .fileCredit, .fileEnd, .fileHashRequest: receivedFile(frame, on: link)
         default: break
         }
     }

@@ -79,19 +79,23 @@ final class PeerLink {
     /// Decides on the peer's key during the handshake (and again after it).
     private let acceptsKey: ([UInt8]) -> Bool
     private var reader = FrameReader(limit: FrameCodec.unpairedLimit)
-    private var outgoing: [[UInt8]] = []
-    /// Stream data waits apart: adverts, fetches and keepalives overtake it.
-    private var outgoingData: [[UInt8]] = []
-    var queuedDataFrames: Int { outgoingData.count }
-    /// Document transfers wait behind continuation streams too: a file of a
-    /// gigabyte must not hold up what a person is watching.
-    private var outgoingBulk: [[UInt8]] = []
-    var queuedBulkFrames: Int { outgoingBulk.count }
+    /// Which queue a frame waits in; a queue is written only when those before it are empty.
+    enum Priority: Int, CaseIterable {
+        /// Adverts, fetches, credits, keepalives, pairing.
+        case control
+        /// Continuation-stream data: adverts and fetches overtake it.
+        case streamData
+        /// Document transfers wait behind continuation streams too: a file
+        /// of a gigabyte must not hold up what a person is watching.
+        case bulk
+    }
+    private var queues: [[[UInt8]]] = Priority.allCases.map { _ in [] }
+    var queuedDataFrames: Int { queues[Priority.streamData.rawValue].count }
+    var queuedBulkFrames: Int { queues[Priority.bulk.rawValue].count }
     /// A document frame was written and few wait: transfers may read their files again.
     var onBulkDrained: ((PeerLink) -> Void)?
     /// The frame being written and how much of it the socket took.
-    private var partlyWritten: (bytes: [UInt8], written: Int, queue: Queue)?
-    private enum Queue { case control, data, bulk }
+    private var partlyWritten: (bytes: [UInt8], written: Int, queue: Priority)?
     /// Inside the write loop: a frame queued from a callback it runs waits for the loop.
     private var isWriting = false
     /// Frames queued before the handshake finished wait for it: a non-blocking
@@ -266,34 +270,16 @@ final class PeerLink {
 
     // MARK: Frames
 
-    /// Queues a frame; false (and nothing sent) when the peer would refuse it as too large.
+    /// Queues a frame behind those of its priority and before those of
+    /// lower ones; false (and nothing sent) when the peer would refuse it as
+    /// too large. Stream data and documents go only to a paired peer.
     @discardableResult
-    func send(_ frame: Frame) -> Bool {
-        guard !isClosed else { return false }
-        guard let bytes = FrameCodec.encode(frame, limit: isPaired ? FrameCodec.pairedLimit : FrameCodec.unpairedLimit) else {
+    func send(_ frame: Frame, priority: Priority = .control) -> Bool {
+        guard !isClosed, priority == .control || isPaired,
+              let bytes = FrameCodec.encode(frame, limit: isPaired ? FrameCodec.pairedLimit : FrameCodec.unpairedLimit) else {
             return false
         }
-        outgoing.append(bytes)
-        liveness.sent(now: scheduler.monotonic)
-        writeNext()
-        return true
-    }
-
-    /// Queues a stream-data frame behind every control frame.
-    @discardableResult
-    func sendData(_ frame: Frame) -> Bool {
-        guard !isClosed, isPaired, let bytes = FrameCodec.encode(frame, limit: FrameCodec.pairedLimit) else { return false }
-        outgoingData.append(bytes)
-        liveness.sent(now: scheduler.monotonic)
-        writeNext()
-        return true
-    }
-
-    /// Queues a document-transfer frame behind every other frame.
-    @discardableResult
-    func sendBulk(_ frame: Frame) -> Bool {
-        guard !isClosed, isPaired, let bytes = FrameCodec.encode(frame, limit: FrameCodec.pairedLimit) else { return false }
-        outgoingBulk.append(bytes)
+        queues[priority.rawValue].append(bytes)
         liveness.sent(now: scheduler.monotonic)
         writeNext()
         return true
@@ -329,15 +315,8 @@ final class PeerLink {
         defer { isWriting = false }
         while !isClosed, isHandshakeDone, let tls {
             if partlyWritten == nil {
-                if !outgoing.isEmpty {
-                    partlyWritten = (outgoing.removeFirst(), 0, .control)
-                } else if !outgoingData.isEmpty {
-                    partlyWritten = (outgoingData.removeFirst(), 0, .data)
-                } else if !outgoingBulk.isEmpty {
-                    partlyWritten = (outgoingBulk.removeFirst(), 0, .bulk)
-                } else {
-                    break
-                }
+                guard let queue = Priority.allCases.first(where: { !queues[$0.rawValue].isEmpty }) else { break }
+                partlyWritten = (queues[queue.rawValue].removeFirst(), 0, queue)
             }
             guard let pending = partlyWritten else { break }
             let (bytes, written, queue) = (pending.bytes, pending.written, pending.queue)
@@ -361,10 +340,10 @@ final class PeerLink {
                 continue
             }
             partlyWritten = nil
-            if queue == .data && outgoingData.count < StreamLimits.queuedDataFrames { onDataDrained?(self) }
-            if queue == .bulk && outgoingBulk.count < StreamLimits.queuedDataFrames { onBulkDrained?(self) }
+            if queue == .streamData && queuedDataFrames < StreamLimits.queuedDataFrames { onDataDrained?(self) }
+            if queue == .bulk && queuedBulkFrames < StreamLimits.queuedDataFrames { onBulkDrained?(self) }
         }
-        if !isClosed, partlyWritten == nil, outgoing.isEmpty, outgoingData.isEmpty, outgoingBulk.isEmpty, let reason = closeWhenWritten {
+        if !isClosed, partlyWritten == nil, queues.allSatisfy(\.isEmpty), let reason = closeWhenWritten {
             close(reason: reason)
         }
         return false
@@ -394,44 +373,50 @@ final class PeerLink {
         }
     }
 
-    /// One read per wakeup: GnuTLS takes a record at a time from the socket,
-    /// and the buffer holds a whole record, so what is left stays in the
-    /// socket and makes the source ready again.
+    /// A few reads per wakeup: GnuTLS takes a record (at most 16 KiB) at a
+    /// time from the socket, so a bulk transfer would otherwise cost a poll
+    /// and a dispatch per record; what is left after them stays in the
+    /// socket and makes the source ready again, so other sources take turns.
     private func readAvailable(from input: OpaquePointer?) -> Bool {
-        guard !isClosed else { return false }
-        let count: Int
-        do {
-            count = try gioCall("g_pollable_input_stream_read_nonblocking") { error -> Int? in
-                let n = g_pollable_input_stream_read_nonblocking(input, readBuffer, 16384, nil, error)
-                return n < 0 ? nil : n
-            }
-        } catch let failure as GIOFailure where failure.wouldBlock {
-            return true
-        } catch {
-            close(reason: "reading from \(address) failed: \(error.gioMessage)")
-            return false
-        }
-        guard !isClosed else { return false }
-        if count == 0 {
-            close(reason: "\(address) closed the connection")
-            return false
-        }
-        liveness.received(now: scheduler.monotonic)
-        reader.append(UnsafeRawBufferPointer(start: readBuffer, count: count))
-        do {
-            while !isClosed, let frame = try reader.next() {
-                if !isPaired && !frame.kind.isPairing {
-                    close(reason: "\(address) is not paired and sent a \(frame.kind) frame: disconnected")
-                    return false
+        for _ in 0..<Self.readsPerWakeup {
+            guard !isClosed else { return false }
+            let count: Int
+            do {
+                count = try gioCall("g_pollable_input_stream_read_nonblocking") { error -> Int? in
+                    let n = g_pollable_input_stream_read_nonblocking(input, readBuffer, 16384, nil, error)
+                    return n < 0 ? nil : n
                 }
-                onFrame?(self, frame)
+            } catch let failure as GIOFailure where failure.wouldBlock {
+                return true
+            } catch {
+                close(reason: "reading from \(address) failed: \(error.gioMessage)")
+                return false
             }
-        } catch {
-            close(reason: "\(address) sent a bad frame (\(error)): disconnected")
-            return false
+            guard !isClosed else { return false }
+            if count == 0 {
+                close(reason: "\(address) closed the connection")
+                return false
+            }
+            liveness.received(now: scheduler.monotonic)
+            reader.append(UnsafeRawBufferPointer(start: readBuffer, count: count))
+            do {
+                while !isClosed, let frame = try reader.next() {
+                    if !isPaired && !frame.kind.isPairing {
+                        close(reason: "\(address) is not paired and sent a \(frame.kind) frame: disconnected")
+                        return false
+                    }
+                    onFrame?(self, frame)
+                }
+            } catch {
+                close(reason: "\(address) sent a bad frame (\(error)): disconnected")
+                return false
+            }
         }
         return !isClosed
     }
+
+    /// Records read per wakeup: a 64 KiB document frame.
+    private static let readsPerWakeup = 4
 
     // MARK: Liveness
 

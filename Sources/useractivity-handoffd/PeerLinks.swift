@@ -231,7 +231,7 @@ final class PeerLinks {
         case .unpair: pairing.receivedUnpair(on: link)
         case .advert, .fetch, .fetchReply, .continued, .error, .continueFailed,
              .streamOpen, .streamData, .streamCredit, .streamClose,
-             .fileRequest, .fileHeader, .fileData, .fileCredit, .fileEnd:
+             .fileRequest, .fileHeader, .fileData, .fileCredit, .fileEnd, .fileHashRequest:
             routes.activityFrame(frame, link)
         case .proof: receivedProof(frame, on: link)
         case .proofAccepted: link.close(reason: "\(link.address) sent a proof answer it was not asked for: disconnected")

@@ -89,13 +89,13 @@ final class RelayedStream {
         if count < 0 && (errno == EAGAIN || errno == EINTR) { return }
         guard count > 0 else {
             // The app closed its end (or it broke): the other end closes after what was sent.
-            link.sendData(StreamMessage.close(key, nil).frame)
+            link.send(StreamMessage.close(key, nil).frame, priority: .streamData)
             finish("the app here closed it")
             return
         }
         bytes.removeSubrange(count...)
         flow.sent(count)
-        link.sendData(StreamMessage.data(key, bytes).frame)
+        link.send(StreamMessage.data(key, bytes).frame, priority: .streamData)
     }
 
     /// Bytes from the peer; false when they exceed its credit (a broken peer).
@@ -117,7 +117,7 @@ final class RelayedStream {
             let count = toApp.withUnsafeBytes { send(fd, $0.baseAddress! + toAppStart, toApp.count - toAppStart, Int32(MSG_NOSIGNAL)) }
             if count < 0 {
                 if errno == EAGAIN || errno == EINTR { break }
-                link?.sendData(StreamMessage.close(key, nil).frame)
+                link?.send(StreamMessage.close(key, nil).frame, priority: .streamData)
                 finish("the app here closed it")
                 return
             }
@@ -255,13 +255,13 @@ final class StreamRelay {
             let key = StreamKey(id: id, openedHere: false)
             guard streams[Key(link: link.serial, stream: key)] == nil else { return false }
             guard let expires = grants[device]?.removeValue(forKey: activityID), expires > now else {
-                link.sendData(StreamMessage.close(key, StreamFailure(name: HandoffInterfaces.errorPrefix + "HandoffFailed",
-                                                                     message: "that activity was not handed off to this device, or too long ago")).frame)
+                link.send(StreamMessage.close(key, StreamFailure(name: HandoffInterfaces.errorPrefix + "HandoffFailed",
+                                                                     message: "that activity was not handed off to this device, or too long ago")).frame, priority: .streamData)
                 return true
             }
             guard count(on: link) < StreamLimits.maximumPerLink else {
-                link.sendData(StreamMessage.close(key, StreamFailure(name: HandoffInterfaces.errorPrefix + "LimitExceeded",
-                                                                     message: "too many continuation streams with this device")).frame)
+                link.send(StreamMessage.close(key, StreamFailure(name: HandoffInterfaces.errorPrefix + "LimitExceeded",
+                                                                     message: "too many continuation streams with this device")).frame, priority: .streamData)
                 return true
             }
             let stream = add(RelayedStream(key: key, device: device, link: link, log: log))
@@ -273,7 +273,7 @@ final class StreamRelay {
                 switch result {
                 case .success(let fd): stream.attach(fd, loop: self.loop)
                 case .failure(let error):
-                    stream.link?.sendData(StreamMessage.close(key, StreamFailure(name: error.name, message: error.message)).frame)
+                    stream.link?.send(StreamMessage.close(key, StreamFailure(name: error.name, message: error.message)).frame, priority: .streamData)
                     stream.finish("the origin app could not take it: \(error.name): \(error.message)", failed: true)
                 }
             }

@@ -47,6 +47,9 @@ import TypedValues
         let messages: [FileTransferMessage] = [
             .request(request: 1, activityID: "7", uri: "file:///home/ann/a"),
             .header(request: 1, size: 5, sha256: hash, name: "a"),
+            .header(request: 1, size: 5, sha256: nil, name: "a"),
+            .hashRequest(request: 1),
+            .finished(request: 1, sha256: hash),
             .data(request: 1, [1, 2, 3]),
             .credit(request: 1, bytes: 4096),
             .end(request: 1, failure: nil),
@@ -61,6 +64,8 @@ import TypedValues
         #expect(FileTransferMessage.parse(Frame(.fileCredit, ["request": .uint32(1), "bytes": .uint32(UInt32(FileTransferLimits.window) + 1)])) == nil)
         #expect(FileTransferMessage.parse(Frame(.fileHeader, ["request": .uint32(1), "size": .uint64(1), "sha256": .string("xyz"), "name": .string("a")])) == nil)
         #expect(FileTransferMessage.parse(Frame(.fileRequest, ["request": .uint32(1), "id": .string(""), "uri": .string("file:///a")])) == nil)
+        #expect(FileTransferMessage.parse(Frame(.fileEnd, ["request": .uint32(1), "sha256": .string("xyz")])) == nil)
+        #expect(FileTransferMessage.parse(Frame(.fileHashRequest, [:])) == nil)
         #expect(!FrameKind.fileRequest.isPairing && !FrameKind.fileData.isPairing)
     }
 

@@ -248,11 +248,24 @@ struct FileTransferTests {
     print("CLOSED", flush=True)
     """#
 
+    /// Makes `path` A's current document and stops B's handoffd, so that the
+    /// asking peer (with B's key) is the only one to talk to A; the activity's
+    /// id and B's device path on A (taken while B's handoffd still answers).
+    func currentWithBStopped(_ setup: Setup, path: String) throws -> (id: String, onA: String) {
+        let activity = try setup.stacks.a.becomeCurrent(app: UA.editor, type: Self.openDocument, [
+            ("title", .string((path as NSString).lastPathComponent)), ("user-info", .stringVariantDictionary([("uri", .string(fileURI(path)))])),
+        ])
+        let onA = setup.stacks.a.devicePath(of: setup.stacks.b)
+        setup.stacks.b.killHandoffd()
+        #expect(setup.stacks.a.waitForDevice(onA, "Reachable", { $0 == .boolean(false) }), "\(setup.stacks.logs)")
+        return (String(activity.split(separator: "/").last ?? ""), onA)
+    }
+
     func hex(_ frame: Frame) -> String { FrameCodec.encode(frame).map { String(format: "%02x", $0) }.joined() }
 
     /// Runs the asking peer against A until it has `ends` file-end frames or is closed; the frames it received.
     func ask(_ stacks: TwoStacks, activityID: String, requests: [FileTransferMessage], ends: Int, header: Bool = true, waitingFor flag: String? = nil,
-             onFetchReply: () throws -> Void = {}) throws -> (frames: [Frame], closed: Bool) {
+             until done: (([Frame]) -> Bool)? = nil, onFetchReply: () throws -> Void = {}) throws -> (frames: [Frame], closed: Bool) {
         let script = stacks.b.session.root + "/asking-peer.py"
         try writeFileAtomically(script, contents: Self.askingPeerScript, mode: 0o755)
         let state = stacks.b.session.stateHome + "/useractivity/handoff/"
@@ -268,6 +281,10 @@ struct FileTransferTests {
             let frame = try FrameCodec.decode(bytes[...])
             frames.append(frame)
             if frame.kind == .fetchReply { try onFetchReply() }
+            if let done {
+                if done(frames) { break }
+                continue
+            }
             if frames.filter({ $0.kind == .fileEnd }).count >= ends && (!header || frames.contains(where: { $0.kind == .fileHeader })) { break }
         }
         return (frames, false)
@@ -281,13 +298,7 @@ struct FileTransferTests {
         let other = setup.homeA + "/Other.txt"
         _ = try randomFile(named, bytes: 1000)
         _ = try randomFile(other, bytes: 1000)
-        let activity = try stacks.a.becomeCurrent(app: UA.editor, type: Self.openDocument, [
-            ("title", .string("Named.txt")), ("user-info", .stringVariantDictionary([("uri", .string(fileURI(named)))])),
-        ])
-        let id = String(activity.split(separator: "/").last ?? "")
-        let onA = stacks.a.devicePath(of: stacks.b)
-        stacks.b.killHandoffd()
-        #expect(stacks.a.waitForDevice(onA, "Reachable", { $0 == .boolean(false) }), "\(stacks.logs)")
+        let (id, onA) = try currentWithBStopped(setup, path: named)
 
         let answer = try ask(stacks, activityID: id, requests: [
             .request(request: 1, activityID: id, uri: fileURI(other)),
@@ -311,6 +322,34 @@ struct FileTransferTests {
         let afterUnpair = try ask(stacks, activityID: id, requests: [.request(request: 4, activityID: id, uri: fileURI(named))], ends: 1)
         #expect(afterUnpair.closed && !afterUnpair.frames.contains { $0.kind == .fileHeader || $0.kind == .fileData || $0.kind == .fetchReply },
                 "\(afterUnpair)")
+    }
+
+    @Test("Asked for the SHA-256 first, A answers with a second header carrying it and sends no byte; asking after credit drops the link")
+    func hashAskedFirst() throws {
+        let setup = try setUp()
+        let stacks = setup.stacks
+        let named = setup.homeA + "/Named.bin"
+        let bytes = try randomFile(named, bytes: 300_000)
+        let (id, _) = try currentWithBStopped(setup, path: named)
+        let hash = SHA256Stream()
+        hash.update([UInt8](bytes))
+        let expected = hash.finish()
+
+        func headers(_ frames: [Frame]) -> [FileTransferMessage] {
+            frames.compactMap { FileTransferMessage.parse($0) }.filter { if case .header = $0 { return true }; return false }
+        }
+        let answer = try ask(stacks, activityID: id, requests: [.request(request: 1, activityID: id, uri: fileURI(named)), .hashRequest(request: 1)],
+                             ends: 0, until: { headers($0).count >= 2 })
+        #expect(headers(answer.frames) == [.header(request: 1, size: 300_000, sha256: nil, name: "Named.bin"),
+                                           .header(request: 1, size: 300_000, sha256: expected, name: "Named.bin")], "\(answer) \(stacks.logs)")
+        #expect(!answer.frames.contains { $0.kind == .fileData }, "no byte before credit")
+
+        // Once bytes were credited (and sent), the SHA-256 is no longer asked for: the link drops.
+        let late = try ask(stacks, activityID: id, requests: [.request(request: 2, activityID: id, uri: fileURI(named)),
+                                                              .credit(request: 2, bytes: 65_536), .hashRequest(request: 2)],
+                           ends: 0, until: { _ in false })
+        #expect(late.closed, "\(late)")
+        #expect(stacks.a.logEventually(contains: "asked for a document's SHA-256 again or after its bytes"), "\(stacks.logs)")
     }
 
     @Test("A transfer that takes over a second shows its progress in a notification whose Cancel ends it: HandoffFailed, nothing left, B keeps working")

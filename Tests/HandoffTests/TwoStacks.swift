@@ -15,10 +15,15 @@ final class TwoStacks: @unchecked Sendable {
     let a: Stack
     let b: Stack
 
+    /// The address A dials B at (B's end of the link).
+    let hostOfB: String
+
     init(appsA: [(id: String, types: [String])] = [], appsB: [(id: String, types: [String])] = [], fakeScreenSaverA: Bool = false,
-         fakeLogindA: Bool = false, keepaliveSeconds: Int = 15, placementB: Stack.Placement? = nil) throws {
-        a = try Stack("A", apps: appsA, fakeScreenSaver: fakeScreenSaverA, fakeLogind: fakeLogindA, keepaliveSeconds: keepaliveSeconds)
-        b = try Stack("B", apps: appsB, keepaliveSeconds: keepaliveSeconds, placement: placementB)
+         fakeLogindA: Bool = false, keepaliveSeconds: Int = 15, placementB: Stack.Placement? = nil, veth: VethLink? = nil) throws {
+        a = try Stack("A", apps: appsA, fakeScreenSaver: fakeScreenSaverA, fakeLogind: fakeLogindA, keepaliveSeconds: keepaliveSeconds,
+                      placement: veth?.placement(0))
+        b = try Stack("B", apps: appsB, keepaliveSeconds: keepaliveSeconds, placement: placementB ?? veth?.placement(1))
+        hostOfB = veth?.addresses[1] ?? "127.0.0.1"
         try a.set("DeviceName", .string("Stack A"))
         try b.set("DeviceName", .string("Stack B"))
         try a.set("Enabled", .boolean(true))
@@ -28,7 +33,7 @@ final class TwoStacks: @unchecked Sendable {
     /// A adds B (discoverable) with AddPeer; returns B's device path on A.
     func link() throws -> String {
         try b.set("Discoverable", .boolean(true))
-        guard let path = try a.handoff("AddPeer", [.string("127.0.0.1:\(b.port)")]).first?.objectPathValue else {
+        guard let path = try a.handoff("AddPeer", [.string("\(hostOfB):\(b.port)")]).first?.objectPathValue else {
             throw HandoffTestFailure("AddPeer returned no path")
         }
         return path
