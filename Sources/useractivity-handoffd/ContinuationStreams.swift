@@ -11,21 +11,20 @@ import UserActivityInterfaces
 /// back to the origin: the glue between the links, useractivityd and
 /// ``StreamRelay``.
 extension ActivityExchange {
-    /// A relay path for the continuation of a fetched activity that supports
-    /// continuation streams, nil for one that does not.
-    func streamRelayPath(for properties: TypedValue, from device: DeviceObject, activityID: String) -> String? {
+    /// A relay path for the continuation of a fetched activity (the fetch
+    /// `handoff`) that supports continuation streams, nil for one that does not.
+    func streamRelayPath(for properties: TypedValue, from device: DeviceObject, handoff: String) -> String? {
         guard case .boolean(true)? = properties.stringVariantEntries?.first(where: { $0.0 == "supports-continuation-streams" })?.1 else {
             return nil
         }
-        return streams.register(device: device.id, activityID: activityID, now: now)
+        return streams.register(device: device.id, handoff: handoff, now: now)
     }
 
     /// The other device fetched the activity but could not continue it: it
     /// stays uncontinued here (no `Continued`), and the journal says why.
-    func receivedContinueFailed(_ frame: Frame, from device: DeviceObject) {
-        let id = frame.string("id") ?? ""
-        streams.revoke(device: device.id, activityID: id)
-        log.info("\(device.name) could not continue activity \(id): \(frame.string("name") ?? "?"): \(frame.string("message") ?? "")")
+    func receivedContinueFailed(_ frame: Frame, handoff: String, activityID: String, from device: DeviceObject) {
+        streams.revoke(device: device.id, handoff: handoff)
+        log.info("\(device.name) could not continue activity \(activityID): \(frame.string("name") ?? "?"): \(frame.string("message") ?? "")")
     }
 
     func receivedStream(_ frame: Frame, on link: PeerLink) {
