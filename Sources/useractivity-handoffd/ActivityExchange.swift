@@ -18,6 +18,8 @@ final class ActivityExchange {
     lazy var streams = StreamRelay(loop: loop, log: log)
     /// Documents of open-document activities sent to and brought from paired devices.
     var transfers = FileTransfers()
+    /// Drops a link whose device broke the protocol (``PeerLinks/misbehaved(_:_:)``, which makes it wait before it links again).
+    var onProtocolError: (PeerLink, String) -> Void = { link, reason in link.close(reason: reason) }
 
     init(context: HandoffContext) {
         self.context = context
@@ -214,7 +216,7 @@ final class ActivityExchange {
 
     /// A frame from a peer that cannot be served: the link drops (logged once), nothing else is affected.
     private func protocolError(_ link: PeerLink, _ what: String) {
-        link.close(reason: "\(link.address) sent \(what): disconnected")
+        onProtocolError(link, "\(link.address) sent \(what): disconnected")
     }
 
     private func receivedContinuation(_ frame: Frame, on link: PeerLink) {

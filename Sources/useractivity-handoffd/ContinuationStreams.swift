@@ -30,7 +30,7 @@ extension ActivityExchange {
     func receivedStream(_ frame: Frame, on link: PeerLink) {
         guard let device = devices[link.peerDeviceID], device.paired, device.link === link else { return }
         guard let message = StreamMessage.parse(frame) else {
-            link.close(reason: "\(link.address) sent a malformed \(frame.kind) frame: disconnected")
+            onProtocolError(link, "\(link.address) sent a malformed \(frame.kind) frame: disconnected")
             return
         }
         let valid = streams.received(message, on: link, device: device.id, now: now) { [weak self] activityID, completion in
@@ -39,7 +39,7 @@ extension ActivityExchange {
             }
             source.openHandoffStream(activityID: activityID, completion: completion)
         }
-        if !valid { link.close(reason: "\(link.address) broke the stream protocol (\(frame.kind)): disconnected") }
+        if !valid { onProtocolError(link, "\(link.address) broke the stream protocol (\(frame.kind)): disconnected") }
     }
 
     /// `Handler.ContinuationStreamOpened(o, h)` from useractivityd at a relay

@@ -76,6 +76,38 @@ import Testing
         }
     }
 
+    @Test func aDeviceThatBrokeTheProtocolWaitsLongerEachTimeBeforeItLinksAgain() throws {
+        try TwoDevices.run { devices in
+            let (a, b) = (devices.a!, devices.b!)
+            #expect(devices.meet())
+            for side in [a, b] {
+                let other = side === a ? b : a
+                side.device(other)?.paired = true
+                side.device(other)?.link?.isPaired = true
+            }
+            var wait = a.links.firstBackOffMicroseconds
+            for offence in 1...3 {
+                let link = try #require(a.device(b)?.link)
+                a.links.misbehaved(link, "\(link.address) broke the protocol in the test: disconnected")
+                #expect(devices.spin { b.device(a)?.reachable == false && a.device(b)?.reachable == false })
+                // a neither takes b's connections nor dials b until the back-off ends.
+                #expect(a.links.deadlines.contains(devices.scheduler.monotonic + wait), "offence \(offence)")
+                a.links.reconnect(now: devices.scheduler.monotonic)
+                #expect(a.links.links.isEmpty)
+                b.links.dial(a.address)
+                #expect(devices.spin { b.links.links.isEmpty })
+                #expect(a.device(b)?.reachable == false)
+                devices.scheduler.advance(byMilliseconds: wait / 1000 - 1)
+                b.links.dial(a.address)
+                #expect(devices.spin { b.links.links.isEmpty }, "offence \(offence): let in before its wait ended")
+                devices.scheduler.advance(byMilliseconds: 1)
+                b.links.dial(a.address)
+                #expect(devices.spin { a.device(b)?.reachable == true && b.device(a)?.reachable == true }, "offence \(offence)")
+                wait *= 2
+            }
+        }
+    }
+
     @Test func aPairedDeviceThatWentAwayIsDialedAgainWhenItsReconnectIsDue() throws {
         try TwoDevices.run { devices in
             let (a, b) = (devices.a!, devices.b!)

@@ -64,9 +64,13 @@ struct HostilePairedPeerTests {
         FrameCodec.encode(frame).map { String(format: "%02x", $0) }.joined()
     }
 
-    /// A and B paired, then B's daemon stopped: its key is what the hostile peer presents to A.
-    func pairedThenTakeB() throws -> (TwoStacks, onA: String) {
-        let stacks = try TwoStacks(appsA: Self.apps, appsB: Self.apps)
+    /// A and B paired, then B's daemon stopped: its key is what the hostile
+    /// peer presents to A. A device that broke the protocol waits
+    /// `backOffSeconds` before it may connect again (none: the tests that
+    /// connect again after one need not wait).
+    func pairedThenTakeB(backOffSeconds: Int = 0) throws -> (TwoStacks, onA: String) {
+        let stacks = try TwoStacks(appsA: Self.apps, appsB: Self.apps,
+                                   handoffEnvironment: ["USERACTIVITY_HANDOFF_BACKOFF_SECONDS": "\(backOffSeconds)"])
         let (onA, _) = try stacks.pair()
         stacks.b.killHandoffd()
         #expect(stacks.a.waitForDevice(onA, "Reachable", { $0 == .boolean(false) }), "\(stacks.logs)")
@@ -138,6 +142,19 @@ struct HostilePairedPeerTests {
                     "\(naming): \(lines)\n\(stacks.logs)")
             expectAStillServes(stacks, pid, "continued naming \(naming)")
         }
+    }
+
+    /// A paired device that broke the protocol is not let in again at once:
+    /// it waits (here 60 s, 10 s by default), and longer at each offence.
+    @Test func aDeviceThatBrokeTheProtocolIsRefusedWhenItComesStraightBack() throws {
+        let (stacks, _) = try pairedThenTakeB(backOffSeconds: 60)
+        let pid = stacks.a.handoffd?.pid
+        let first = try runPeer(stacks, sends: [Frame(.continued, ["handoff": .string("never fetched"), "app-id": .string(UA.editor)])])
+        #expect(first.first == "HELLO" && first.last == "CLOSED", "\(first)")
+        #expect(stacks.a.logEventually(contains: "a continued frame for an activity it did not fetch"), "\(stacks.logs)")
+        let again = try runPeer(stacks, sends: [])
+        #expect(!again.contains("HELLO") && again.last == "CLOSED", "let in again at once: \(again)\n\(stacks.logs)")
+        expectAStillServes(stacks, pid, "a device that broke the protocol coming back")
     }
 
     /// The person presses Continue on A for the hostile device's advert; it answers the fetch with `reply`.
