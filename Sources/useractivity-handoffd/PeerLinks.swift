@@ -277,7 +277,7 @@ final class PeerLinks {
             link.close(reason: "unknown key and not discoverable")
             return
         }
-        let isNew = devices[id] == nil
+        var isNew = devices[id] == nil
         if isNew && devices.values.filter(context.isTransient).count >= HandoffContext.maximumTransientDevices {
             link.close(reason: "\(HandoffContext.maximumTransientDevices) unknown devices are already connected")
             return
@@ -302,6 +302,11 @@ final class PeerLinks {
                 return
             }
             old.close(reason: "replaced by a newer link")
+            // Closing it forgot the object of a device nobody kept: this link brings it back.
+            if context.devices[id] !== device {
+                context.devices[id] = device
+                isNew = true
+            }
         }
         device.link = link
         if device.tellUnpair && !device.paired {

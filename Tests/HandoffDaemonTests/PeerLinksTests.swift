@@ -24,6 +24,25 @@ import Testing
         }
     }
 
+    @Test func twoDevicesThatDialEachOtherAtOnceKeepOneLinkAndBothObjects() throws {
+        try TwoDevices.run { devices in
+            let (a, b) = (devices.a!, devices.b!)
+            // Both discoverable and found by discovery at the same moment: neither is kept across restarts.
+            for side in [a, b] { side.context.discoverableWindow.set(true, now: devices.scheduler.monotonic) }
+            a.links.dial(b.address)?.foundByDiscovery = true
+            b.links.dial(a.address)?.foundByDiscovery = true
+            // Each side made two links (the one it dialed, the one it accepted) and keeps one, the same one.
+            #expect(devices.spin {
+                a.links.linkSerial == 2 && b.links.linkSerial == 2 && a.links.links.count == 1 && b.links.links.count == 1
+                    && a.device(b)?.reachable == true && b.device(a)?.reachable == true
+            }, "links: \(a.links.links.map(\.role)) and \(b.links.links.map(\.role))")
+            let kept = try #require(a.device(b)?.link)
+            #expect(kept.role != b.device(a)?.link?.role)
+            // The one whose client has the lower id.
+            #expect((kept.role == .client) == (a.id < b.id))
+        }
+    }
+
     @Test func anUnknownKeyIsRefusedWhileNotDiscoverable() throws {
         try TwoDevices.run { devices in
             let (a, b) = (devices.a!, devices.b!)
