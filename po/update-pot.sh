@@ -18,3 +18,9 @@ count=$(grep -c '^msgid "[^"]' "$out")
 echo "$out: $count strings"
 # A template that lost the app's strings (a renamed marker, a parse failure) is an error.
 [ "$count" -ge 100 ] || { echo "update-pot.sh: only $count strings found" >&2; exit 1; }
+# A string of each source: a page, a plural message, the desktop entry's
+# name, the metainfo's summary (a long msgid is wrapped: its first line).
+for line in 'msgid "Search history"' 'msgid_plural "%d results"' 'msgid "Handoff and History"' \
+            '"Continue your work on your other computers and control your activity history"'; do
+  grep -qxF "$line" "$out" || { echo "update-pot.sh: $out lacks $line" >&2; exit 1; }
+done

@@ -5,8 +5,9 @@ set -euo pipefail
 packages=(libdbus-1-dev libglib2.0-dev libsqlite3-dev dbus-daemon dbus-bin libglib2.0-bin systemd pkg-config
   # Tests/SandboxTests: apps run as Flatpak runs them (bwrap, xdg-dbus-proxy), scripted with GDBus from Python.
   bubblewrap xdg-dbus-proxy python3-gi gir1.2-glib-2.0
-  # useractivity-handoffd: GnuTLS keys, GIO TLS (glib-networking); its tests' hostile peers use openssl.
-  libgnutls28-dev glib-networking openssl
+  # useractivity-handoffd: GnuTLS keys, GIO TLS (glib-networking); its tests' hostile peers use openssl;
+  # bench/paired-handshake.sh's paired client needs the TLS exporter (pyOpenSSL).
+  libgnutls28-dev glib-networking openssl python3-openssl
   # The discovery tests: two network namespaces, each with its own system bus and Avahi.
   avahi-daemon avahi-utils iproute2 util-linux
   # Tests/ExampleAppTests: the example apps in C (gdbus-codegen, in libglib2.0-dev-bin), GJS and C++ with Qt 5.

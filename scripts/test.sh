@@ -66,7 +66,7 @@ if [ $# -eq 0 ] && [ -x "$pidfd_bus" ]; then
     tee "$pidfd_log" || status=$?
 fi
 # The settings app as a person uses it: under Xvfb, driven through AT-SPI,
-# against private buses with the built daemons (about 40 s). Screenshots of
+# against private buses with the built daemons (about 70 s). Screenshots of
 # its pages go to USERACTIVITY_ARTIFACTS (CI keeps them). What it ships is
 # checked too: the AppStream metainfo, the desktop entry, the .pot.
 settings_log="$(mktemp)"

@@ -66,11 +66,21 @@ public enum FrameKind: UInt8, Sendable, CaseIterable {
     /// The transfer `request` is over: complete, or failed or cancelled (by
     /// either side) with `name` and `message` (s).
     case fileEnd = 21
+    /// A connecting device proves it is paired without having shown its
+    /// key: `mac` (ay), ``LinkProof/client(linkSecret:channelBinding:)``.
+    /// The first frame on such a link; see docs/handoff.md.
+    case proof = 22
+    /// The listening device found the pair: `mac` (ay),
+    /// ``LinkProof/server(linkSecret:channelBinding:)``; its hello follows.
+    case proofAccepted = 23
+    /// The sender's resolving key (`resolving-key`, ay); with `derive` (b)
+    /// true both ends take this link's exporter as their new link secret.
+    case pairKeys = 24
 
     /// Frames an unpaired peer may send; anything else disconnects it.
     public var isPairing: Bool {
         switch self {
-        case .hello, .pairRequest, .pairConfirm, .pairCancel, .error, .keepalive: return true
+        case .hello, .pairRequest, .pairConfirm, .pairCancel, .error, .keepalive, .proof, .proofAccepted: return true
         default: return false
         }
     }
@@ -102,6 +112,10 @@ public struct Frame: Sendable, Equatable {
         return nil
     }
     public func uint32(_ key: String) -> UInt32? { body[key]?.uint32Value }
+    public func bytes(_ key: String) -> [UInt8]? {
+        if case .bytes(let value)? = body[key] { return value }
+        return nil
+    }
     public func dictionary(_ key: String) -> [String: TypedValue]? {
         guard let entries = body[key]?.stringVariantEntries else { return nil }
         return Dictionary(entries, uniquingKeysWith: { _, last in last })
@@ -138,6 +152,9 @@ public enum FrameDecodingError: Error, Equatable, Sendable, CustomStringConverti
 public enum FrameCodec {
     /// The largest frame before the peer is paired: pairing needs a few names.
     public static let unpairedLimit = 4 * 1024
+    /// The largest frame before a device that showed no known key proved
+    /// it is paired: a proof and a hello.
+    public static let proofLimit = 512
     /// The largest frame between paired devices: a payload with 64 KiB of
     /// user info plus the other properties' limits, with room to spare.
     public static let pairedLimit = 256 * 1024

@@ -11,12 +11,20 @@ public struct KnownDevice: Sendable, Equatable {
     public var paired: Bool
     /// Unpaired here while it was unreachable: it is told when it comes back.
     public var tellUnpair: Bool
-    public init(id: String, name: String = "", address: String = "", paired: Bool = false, tellUnpair: Bool = false) {
+    /// The secret of this pair (``LinkProof``), empty for a device paired
+    /// before devices exchanged one.
+    public var linkSecret: [UInt8]
+    /// The device's resolving key (``ResolvableToken``), empty when not known.
+    public var resolvingKey: [UInt8]
+    public init(id: String, name: String = "", address: String = "", paired: Bool = false, tellUnpair: Bool = false,
+                linkSecret: [UInt8] = [], resolvingKey: [UInt8] = []) {
         self.id = id
         self.name = name
         self.address = address
         self.paired = paired
         self.tellUnpair = tellUnpair
+        self.linkSecret = linkSecret
+        self.resolvingKey = resolvingKey
     }
 }
 
@@ -42,6 +50,9 @@ public struct HandoffState: Sendable, Equatable {
     public var notifyContinuable = true
     /// The largest document sent to or taken from a paired device, in bytes.
     public var maximumFileSize: UInt64 = FileTransferLimits.defaultMaximumSize
+    /// This device's resolving key, given to every device it pairs with
+    /// (empty until first needed).
+    public var resolvingKey: [UInt8] = []
     /// `host:port` added with AddPeer whose key is not known yet.
     public var pendingPeers: [String] = []
     public var devices: [String: KnownDevice] = [:]
@@ -53,10 +64,13 @@ public struct HandoffState: Sendable, Equatable {
         out += "Enabled=\(enabled)\nDeviceName=\(Self.escape(deviceName))\nDeviceId=\(deviceID)\n"
         out += "DiscoverableTimeout=\(discoverableTimeout)\nNotifyContinuable=\(notifyContinuable)\n"
         out += "MaximumFileSize=\(maximumFileSize)\n"
+        if !resolvingKey.isEmpty { out += "ResolvingKey=\(Hex.encode(resolvingKey))\n" }
         for peer in pendingPeers.sorted() { out += "\n[Peer \(Self.escape(peer))]\n" }
         for device in devices.values.sorted(by: { $0.id < $1.id }) {
             out += "\n[Device \(device.id)]\nName=\(Self.escape(device.name))\nAddress=\(Self.escape(device.address))\nPaired=\(device.paired)\n"
             if device.tellUnpair { out += "TellUnpair=true\n" }
+            if !device.linkSecret.isEmpty { out += "LinkSecret=\(Hex.encode(device.linkSecret))\n" }
+            if !device.resolvingKey.isEmpty { out += "ResolvingKey=\(Hex.encode(device.resolvingKey))\n" }
         }
         return out
     }
@@ -103,6 +117,7 @@ public struct HandoffState: Sendable, Equatable {
                 case "DiscoverableTimeout": state.discoverableTimeout = UInt32(value) ?? 120
                 case "NotifyContinuable": state.notifyContinuable = value != "false"
                 case "MaximumFileSize": state.maximumFileSize = UInt64(value) ?? FileTransferLimits.defaultMaximumSize
+                case "ResolvingKey": state.resolvingKey = secret(value, number, &warnings)
                 default: warnings.append("line \(number + 1): unknown key \(key)")
                 }
             } else if device != nil {
@@ -111,12 +126,23 @@ public struct HandoffState: Sendable, Equatable {
                 case "Address": device!.address = value
                 case "Paired": device!.paired = value == "true"
                 case "TellUnpair": device!.tellUnpair = value == "true"
+                case "LinkSecret": device!.linkSecret = secret(value, number, &warnings)
+                case "ResolvingKey": device!.resolvingKey = secret(value, number, &warnings)
                 default: warnings.append("line \(number + 1): unknown key \(key)")
                 }
             }
         }
         flush()
         return (state, warnings)
+    }
+
+    /// 32 bytes in hex, or none (with a warning).
+    static func secret(_ value: String, _ number: Int, _ warnings: inout [String]) -> [UInt8] {
+        guard value.utf8.count == 2 * LinkProof.secretBytes, let bytes = Hex.decode(value) else {
+            warnings.append("line \(number + 1): not a 32-byte hex secret: skipped")
+            return []
+        }
+        return bytes
     }
 
     static func escape(_ text: String) -> String {

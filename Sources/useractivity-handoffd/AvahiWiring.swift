@@ -70,7 +70,9 @@ final class AvahiPublisher: DiscoveryPublisher {
     }
 
     private func found(_ service: AvahiDiscovery.Service) {
-        let found = DiscoveryDecision.Found(host: service.address, port: service.port, txt: service.txt)
+        var found = DiscoveryDecision.Found(host: service.address, port: service.port, txt: service.txt)
+        // A rotating token: whose it is, if it is a paired device's.
+        found.resolvedID = daemon?.context.resolveToken(of: found)
         guard let id = found.deviceID else { return }
         instances[service.instance] = id
         sightings[service.instance] = found

@@ -194,6 +194,8 @@ extension HandoffDaemon {
         case .registerAgent:
             pairing.registerAgent(sender: sender, path: arguments[0].objectPathValue ?? "/")
             context.reply(message)
+            // Discoverable devices nearby may be dialed now that someone could pair.
+            republish()
         case .unregisterAgent:
             pairing.unregisterAgent(sender: sender, path: arguments[0].objectPathValue)
             context.reply(message)
@@ -213,13 +215,17 @@ extension HandoffDaemon {
                 context.save()
             }
             // Answered when the link is up (or closed): a connect never completes synchronously.
-            guard let link = links.dial(address) else { return }
+            // A paired device last seen there is dialed as that device (proving the pair's secret).
+            let pairedThere = context.devices.values.first { $0.address == address && ($0.paired || $0.tellUnpair) }
+            guard let link = links.dial(address, device: pairedThere) else { return }
             links.pendingAddPeer.append((link, message))
         case .resetIdentity:
             disable()
             for device in context.devices.values { context.emitInterfacesRemoved(device) }
             context.devices.removeAll()
             context.state.devices.removeAll()
+            // Devices paired before must not recognise the new identity's tokens either.
+            context.state.resolvingKey = []
             context.state.deviceID = ""
             context.identity = nil
             context.directory.remove(IdentityStore.keyFile)

@@ -27,7 +27,7 @@ extension TypedValue {
 }
 
 /// Where DNS-SD publishing plugs in (Avahi, in HandoffDiscovery): the daemon
-/// publishes its port and TXT (``DiscoveryDecision/txt(deviceID:name:discoverable:)``)
+/// publishes its port and TXT (``DiscoveryDecision/txt(deviceID:name:discoverable:token:)``)
 /// while Enabled and withdraws it when turned off; a browser hands what it
 /// finds to ``PeerLinks/peerFound(_:)``.
 protocol DiscoveryPublisher: AnyObject {
@@ -65,6 +65,8 @@ final class HandoffContext {
     var requestSerial: UInt32 = 0
     /// Re-arms the daemon's one timer; called after anything that may add a deadline.
     var onWorkAdded: () -> Void = {}
+    /// This device's resolving key was replaced: a token made with it, and published, must go.
+    var onResolvingKeyReplaced: () -> Void = {}
 
     /// Monotonic microseconds, for every interval and deadline here.
     var now: Int64 { scheduler.monotonic }
@@ -112,8 +114,11 @@ final class HandoffContext {
 
     func persistDevice(_ device: DeviceObject) {
         device.wasKept = true
+        // The pair's secrets stay while the device is paired or still to be told it is not.
+        let kept = device.paired || device.tellUnpair ? state.devices[device.id] : nil
         state.devices[device.id] = KnownDevice(id: device.id, name: device.name, address: device.address, paired: device.paired,
-                                               tellUnpair: device.tellUnpair)
+                                               tellUnpair: device.tellUnpair, linkSecret: kept?.linkSecret ?? [],
+                                               resolvingKey: kept?.resolvingKey ?? [])
         save()
     }
 

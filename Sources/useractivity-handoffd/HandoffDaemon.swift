@@ -44,6 +44,11 @@ final class HandoffDaemon {
             bulkDrained: { [unowned exchange] link in exchange.pumpFiles(on: link) })
         exchange.onProtocolError = { [unowned links] link, reason in links.misbehaved(link, reason) }
         context.onWorkAdded = { [weak self] in self?.rescheduleTick() }
+        context.onResolvingKeyReplaced = { [weak self] in
+            guard let self, self.links.isListening else { return }
+            do { try self.links.startDisguise() } catch { self.log.error("cannot make a new certificate for strangers: \(error)") }
+            self.republish()
+        }
     }
 
     var log: Logger { context.log }
@@ -119,7 +124,7 @@ final class HandoffDaemon {
         guard let discovery else { return }
         guard state.enabled, links.boundPort > 0, let identity = context.identity else { return discovery.withdraw() }
         discovery.publish(port: links.boundPort, txt: DiscoveryDecision.txt(deviceID: identity.deviceID, name: state.deviceName,
-                                                                            discoverable: context.discoverable))
+                                                                            discoverable: context.discoverable, token: links.disguise.token))
     }
 
     func disable() {
@@ -169,6 +174,7 @@ final class HandoffDaemon {
         pairing.expire(now: now)
         exchange.expireFileTransfers()
         links.tickLinks()
+        if links.rotateDisguiseIfDue() { republish() }
         exchange.expireFetches(now: now)
         if context.discoverableWindow.expire(now: now, timeoutSeconds: state.discoverableTimeout) {
             republish()

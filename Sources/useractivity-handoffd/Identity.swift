@@ -80,8 +80,15 @@ struct DeviceIdentity {
     let keyID: [UInt8]
     var deviceID: String { Hex.encode(keyID) }
 
+    /// A key and certificate shown to devices that have not proved they are
+    /// paired: a fresh key, a random name, valid two days; nothing in it
+    /// is this device's (see docs/handoff.md, "Privacy on the network").
+    static func generateEphemeral() throws(GnuTLSFailure) -> DeviceIdentity {
+        try generate(commonName: Hex.encode(SecureRandom.bytes(8)), validSeconds: 2 * 86_400)
+    }
+
     /// A new ECDSA P-256 key and a certificate for it, valid 20 years.
-    static func generate(commonName: String) throws(GnuTLSFailure) -> DeviceIdentity {
+    static func generate(commonName: String, validSeconds: Int = 20 * 365 * 86_400) throws(GnuTLSFailure) -> DeviceIdentity {
         let key = try PrivateKey()
         try gnutlsCheck("gnutls_x509_privkey_generate2",
                         gnutls_x509_privkey_generate2(key.handle, GNUTLS_PK_ECDSA, cgnutls_curve_bits(GNUTLS_ECC_CURVE_SECP256R1), 0, nil, 0))
@@ -93,7 +100,7 @@ struct DeviceIdentity {
         try gnutlsCheck("gnutls_x509_crt_set_serial", serial.withUnsafeBytes { gnutls_x509_crt_set_serial(certificate.handle, $0.baseAddress, $0.count) })
         let now = time(nil)
         try gnutlsCheck("gnutls_x509_crt_set_activation_time", gnutls_x509_crt_set_activation_time(certificate.handle, now - 86_400))
-        try gnutlsCheck("gnutls_x509_crt_set_expiration_time", gnutls_x509_crt_set_expiration_time(certificate.handle, now + 20 * 365 * 86_400))
+        try gnutlsCheck("gnutls_x509_crt_set_expiration_time", gnutls_x509_crt_set_expiration_time(certificate.handle, now + validSeconds))
         let dn = "CN=" + commonName.filter { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "." }
         try gnutlsCheck("gnutls_x509_crt_set_dn", gnutls_x509_crt_set_dn(certificate.handle, dn, nil))
         try gnutlsCheck("gnutls_x509_crt_set_key", gnutls_x509_crt_set_key(certificate.handle, key.handle))

@@ -166,6 +166,7 @@ final class Pairing {
             device.paired = true
             device.link?.isPaired = true
             context.persistDevice(device)
+            if let link = device.link { context.sendPairKeys(on: link, derive: true) }
             context.log.info("paired with \(device.name) (\(device.id))")
             completion(.success(DeviceChanges(changed: [.paired])))
             device.link?.send(Advert.frame(for: context.advertised))
@@ -206,6 +207,8 @@ final class Pairing {
         context.notifier?.withdraw(device.id)
         if device.tellUnpair { context.persistDevice(device) } else { context.state.devices[device.id] = nil; context.save() }
         device.link?.close(reason: "unpaired")
+        // It still holds this device's resolving key: a new one, so it cannot follow the tokens from now on.
+        context.replaceResolvingKey()
         return [.paired, .currentActivity]
     }
 }

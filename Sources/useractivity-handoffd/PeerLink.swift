@@ -26,7 +26,39 @@ final class PeerLink {
     var foundByDiscovery = false
     /// Its key is pinned: all frames allowed, larger frames.
     var isPaired = false {
-        didSet { reader.limit = isPaired ? FrameCodec.pairedLimit : FrameCodec.unpairedLimit }
+        didSet { updateFrameLimit() }
+    }
+    /// Neither end showed its long-lived key: until the client's proof is
+    /// checked (``FrameKind/proof``), the server reads only a proof-sized
+    /// frame (the client may first get a Discoverable device's hello).
+    var awaitingProof = false {
+        didSet { updateFrameLimit() }
+    }
+    /// The peer proved it is this paired device (``FrameKind/proof``), not by its TLS key.
+    private(set) var isProven = false
+    /// Client side: the paired device this link dials without showing its
+    /// key, to which it proves the pair's secret.
+    var provingTo: String?
+    /// Server side: this connection was shown the certificate for strangers.
+    var showedEphemeralCertificate = false
+    /// Client side: the key the answering device must have (a paired
+    /// device reached with pinned keys).
+    var expectedKeyID: [UInt8]?
+    /// This side sent its resolving key on this link.
+    var sentPairKeys = false
+    /// The `version` of the peer's hello (0 before it).
+    var peerVersion: UInt32 = 0
+
+    private func updateFrameLimit() {
+        reader.limit = awaitingProof && role == .server ? FrameCodec.proofLimit
+            : isPaired ? FrameCodec.pairedLimit : FrameCodec.unpairedLimit
+    }
+
+    /// The peer proved it is the paired device `keyID`: from now on it is that device.
+    func identify(as keyID: [UInt8]) {
+        peerKeyID = keyID
+        isProven = true
+        awaitingProof = false
     }
     private(set) var isClosed = false
     private var liveness: LinkLiveness

@@ -51,6 +51,8 @@ final class PeerLinks {
     var backOffs: [String: (delay: Int64, until: Int64)] = [:]
     /// How long a device that broke the protocol first waits before it may link again.
     let firstBackOffMicroseconds: Int64
+    /// The token and certificate shown while not Discoverable.
+    let disguise = NetworkDisguise()
 
     private var log: Logger { context.log }
     private var identity: DeviceIdentity? { context.identity }
@@ -73,12 +75,13 @@ final class PeerLinks {
     /// Listens with `identity`'s certificate and dials the devices it knows.
     func start(identity: DeviceIdentity) throws {
         certificate = try tlsCertificate(pem: identity.certificatePEM + identity.keyPEM)
+        try startDisguise()
         try listen()
         let client = g_socket_client_new()!
         g_socket_client_set_enable_proxy(client, CGLIB_FALSE)
         g_socket_client_set_timeout(client, 10)
         socketClient = GObjectRef(taking: UnsafeMutableRawPointer(client))
-        for device in context.devices.values where !device.address.isEmpty { dial(device.address) }
+        for device in context.devices.values where !device.address.isEmpty { dial(device.address, device: device) }
         for address in context.state.pendingPeers { dial(address) }
     }
 
@@ -90,6 +93,7 @@ final class PeerLinks {
         boundPort = 0
         for link in links { link.close(reason: reason) }
         links.removeAll()
+        disguise.stop()
     }
 
     /// Whether it listens (Handoff is on and the identity was usable).
@@ -111,14 +115,15 @@ final class PeerLinks {
             g_object_unref(effective)
         }
         incomingHandler = connectIncoming(ref.raw) { [weak self] connection in
-            guard let self, let connection, let certificate = self.certificate else { return }
+            guard let self, let connection, let shown = self.certificateForStrangers else { return }
             let address = remoteAddress(of: connection)
             // Not accepted: GIO drops the connection once the signal returns.
             if let refusal = self.admissionRefusal(from: address) {
                 return self.logRefusal(refusal)
             }
             let link = self.makeLink(role: .server, address: address)
-            link.accept(connection: connection, certificate: certificate)
+            link.showedEphemeralCertificate = shown.ephemeral
+            link.accept(connection: connection, certificate: shown.certificate)
         }
         g_socket_service_start(service)
         self.service = ref
@@ -154,10 +159,14 @@ final class PeerLinks {
 
     func makeLink(role: PeerLink.Role, address: String) -> PeerLink {
         linkSerial += 1
+        final class Box { weak var link: PeerLink? }
+        let box = Box()
         let link = PeerLink(role: role, serial: linkSerial, address: address, loop: context.loop, scheduler: context.scheduler, log: log,
                             keepaliveSeconds: keepaliveSeconds, handshakeSeconds: handshakeSeconds) { [weak self] key in
-            self?.acceptsKey(key, role: role) ?? false
+            guard let self, let link = box.link else { return false }
+            return self.acceptsKey(key, on: link)
         }
+        box.link = link
         // Each may add a deadline (a keepalive, a pairing, a fetch, a reconnect).
         link.onEstablished = { [weak self] link in self?.established(link); self?.context.rescheduleTick() }
         link.onFrame = { [weak self] link, frame in self?.received(frame, on: link); self?.context.rescheduleTick() }
@@ -169,11 +178,13 @@ final class PeerLinks {
         return link
     }
 
+    /// Dials `address`; `device` when it is a known device (see ``prepareDial(_:to:)``).
     @discardableResult
-    func dial(_ address: String) -> PeerLink? {
-        guard let client = socketClient, let certificate else { return nil }
+    func dial(_ address: String, device: DeviceObject? = nil) -> PeerLink? {
+        guard let client = socketClient, certificate != nil else { return nil }
         let link = makeLink(role: .client, address: address)
-        link.connect(client: client.as(GSocketClient.self), certificate: certificate)
+        guard let shown = prepareDial(link, to: device) else { return nil }
+        link.connect(client: client.as(GSocketClient.self), certificate: shown)
         return link
     }
 
@@ -182,30 +193,36 @@ final class PeerLinks {
         let devices = context.devices
         let paired = Set(devices.values.filter(\.paired).map(\.id))
         let reachable = Set(devices.values.filter(\.reachable).map(\.id))
-        guard case .dial(let address) = DiscoveryDecision.action(for: found, ownID: identity?.deviceID ?? "", paired: paired, reachable: reachable),
+        guard case .dial(let address) = DiscoveryDecision.action(for: found, ownID: identity?.deviceID ?? "", paired: paired, reachable: reachable,
+                                                                       mayPair: context.discoverable || pairing.agent != nil),
               !links.contains(where: { $0.address == address && !$0.isClosed })
         else { return }
-        if let id = found.deviceID, let device = devices[id], device.paired { device.address = address }
+        let device = found.deviceID.flatMap { devices[$0] }
+        if let device, device.paired { device.address = address }
         log.info("dialing \(address), found through discovery")
-        dial(address)?.foundByDiscovery = true
+        dial(address, device: device)?.foundByDiscovery = true
     }
 
     /// The pin policy in the handshake: a paired key always; an unknown key
     /// only for pairing: dialed by this device (AddPeer, a person's Pair),
-    /// or while Discoverable, or with a pairing in progress for it.
-    func acceptsKey(_ key: [UInt8], role: PeerLink.Role) -> Bool {
+    /// or while Discoverable, or with a pairing in progress for it; or a
+    /// key that must then prove it is paired (``beginProofPhase(_:)``).
+    /// Dialing a paired device with pinned keys, only its key.
+    func acceptsKey(_ key: [UInt8], on link: PeerLink) -> Bool {
         let id = Hex.encode(key)
         let devices = context.devices
         if id == identity?.deviceID { return false }
         if isBackingOff(id) { return false }
+        if let expected = link.expectedKeyID { return key == expected }
         if devices[id]?.paired == true { return true }
         // Only to tell it that it was unpaired while away.
         if devices[id]?.tellUnpair == true { return true }
-        if role == .client { return true }
-        return context.discoverable || pairing.peer == id
+        if link.role == .client { return true }
+        return link.showedEphemeralCertificate || context.discoverable || pairing.peer == id
     }
 
     private func established(_ link: PeerLink) {
+        if beginProofPhase(link) { return }
         let id = link.peerDeviceID
         link.isPaired = context.devices[id]?.paired == true
         // The server speaks first; the client answers the server's hello.
@@ -213,7 +230,8 @@ final class PeerLinks {
     }
 
     func sendHello(on link: PeerLink) {
-        link.send(Frame(.hello, ["name": .string(context.state.deviceName), "version": .uint32(1), "port": .uint32(UInt32(boundPort))]))
+        link.send(Frame(.hello, ["name": .string(context.state.deviceName), "version": .uint32(HandoffContext.protocolVersion),
+                                 "port": .uint32(UInt32(boundPort))]))
     }
 
     private func closed(_ link: PeerLink, reason: String) {
@@ -245,6 +263,7 @@ final class PeerLinks {
 
     /// Where each frame goes.
     private func received(_ frame: Frame, on link: PeerLink) {
+        if link.awaitingProof { return receivedDuringProof(frame, on: link) }
         switch frame.kind {
         case .hello: receivedHello(frame, on: link)
         case .keepalive: break
@@ -256,6 +275,9 @@ final class PeerLinks {
              .streamOpen, .streamData, .streamCredit, .streamClose,
              .fileRequest, .fileHeader, .fileData, .fileCredit, .fileEnd:
             routes.activityFrame(frame, link)
+        case .proof: receivedProof(frame, on: link)
+        case .proofAccepted: link.close(reason: "\(link.address) sent a proof answer it was not asked for: disconnected")
+        case .pairKeys: context.receivedPairKeys(frame, on: link)
         }
     }
 
@@ -269,6 +291,8 @@ final class PeerLinks {
             return
         }
         link.helloReceived = true
+        link.peerVersion = frame.uint32("version") ?? 0
+        log.info("link \(link.serial) (\(link.role.rawValue), \(link.address)) up after \(Double(now - link.createdAt) / 1000) ms")
         let id = link.peerDeviceID
         let devices = context.devices
         // An unknown key that got through the handshake just before Discoverable went off.
@@ -330,6 +354,7 @@ final class PeerLinks {
             context.persistDevice(device)
             context.reply(call, [.objectPath(device.path)])
         }
+        context.exchangeSecrets(on: link)
         if device.paired { link.send(Advert.frame(for: context.advertised)) }
     }
 
@@ -369,6 +394,7 @@ final class PeerLinks {
     /// The links' deadlines (handshakes, keepalives) and the reconnects due.
     var deadlines: [Int64] {
         var due = links.compactMap(\.nextDue)
+        if disguise.rotation.due < .max { due.append(disguise.rotation.due) }
         if context.state.enabled, service != nil {
             due += context.devices.values.filter(needsReconnect).map(reconnectDue)
         }
@@ -385,7 +411,7 @@ final class PeerLinks {
         guard context.state.enabled, service != nil else { return }
         for device in context.devices.values where needsReconnect(device) && now >= reconnectDue(device) {
             device.reconnectAt = now + 5_000_000
-            if !links.contains(where: { $0.address == device.address }) { dial(device.address) }
+            if !links.contains(where: { $0.address == device.address }) { dial(device.address, device: device) }
         }
     }
 }

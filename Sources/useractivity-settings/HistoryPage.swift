@@ -36,6 +36,9 @@ final class HistoryPage {
         let forgetApp: GPointer
         /// The position the row shows now, -1 while unbound.
         var position = -1
+        /// What the widgets show, so that a result shown again costs nothing
+        /// and a new one of the same app keeps the icon.
+        var shown: Result?
         init(icon: GPointer, title: GPointer, detail: GPointer, time: GPointer, forgetOne: GPointer, forgetApp: GPointer) {
             self.icon = icon; self.title = title; self.detail = detail; self.time = time
             self.forgetOne = forgetOne; self.forgetApp = forgetApp
@@ -55,7 +58,9 @@ final class HistoryPage {
     private var cells: [GPointer: Cell] = [:]
     /// Only the reply to the latest query is shown.
     private var generation = 0
-    private var searching = false
+    /// A person reads a screenful of results and types more to narrow
+    /// them; one more than this is asked, to know whether there are more.
+    static let shownLimit = 50
     private let trace: SearchTrace?
     /// The list view, whose frame clock tells the trace when results were painted.
     private var list: GPointer!
@@ -157,25 +162,19 @@ final class HistoryPage {
         link.call(ActivityNames.service, ActivityNames.managerPath, ActivityNames.manager, "Subscribe", []) { _ in }
     }
 
-    /// Searches for the entry's text. One search is in flight at a time:
-    /// keystrokes meanwhile only change what is asked next, so fast typing
-    /// never queues searches for words already gone.
+    /// Searches for the entry's text at once. Each search is numbered and
+    /// only the answer to the newest is shown: a reply to a query already
+    /// typed over is dropped, never waited for.
     func search() {
         generation += 1
-        guard !searching else { return }
-        searching = true
         let asked = generation
         let query = editableText(searchEntry)
         trace?.mark("sent", query)
         link.call(ActivityNames.service, ActivityNames.managerPath, ActivityNames.manager, "Search",
-                  [.string(query), .stringVariantDictionary([("limit", .uint32(200))])]) { [weak self] result in
+                  [.string(query), .stringVariantDictionary([("limit", .uint32(UInt32(Self.shownLimit + 1)))])]) { [weak self] result in
             guard let self else { return }
             trace?.mark("reply", query)
-            searching = false
-            guard asked == generation else {
-                search()
-                return
-            }
+            guard asked == generation else { return }
             switch result {
             case .success(let values):
                 notice.show(nil)
@@ -196,7 +195,9 @@ final class HistoryPage {
                       lastUsed: fields["last-used"]?.int64Value ?? 0)
     }
 
-    private func show(_ found: [Result], query: String) {
+    private func show(_ answer: [Result], query: String) {
+        let more = answer.count > Self.shownLimit
+        let found = more ? Array(answer.prefix(Self.shownLimit)) : answer
         let previous = results
         results = found
         if found.count < previous.count {
@@ -213,13 +214,13 @@ final class HistoryPage {
         }
         // The rows on screen that stay show their position's new result.
         for cell in cells.values where cell.position >= 0 && cell.position < found.count {
-            if cell.position >= previous.count || previous[cell.position] != found[cell.position] {
-                fill(cell, with: found[cell.position])
-            }
+            fill(cell, with: found[cell.position])
         }
         if let trace { traceModel(trace, query: query) }
         if found.isEmpty {
             setLabel(status, query.isEmpty ? localized("Nothing saved yet.") : localized("No saved activity matches."))
+        } else if more {
+            setLabel(status, localized("The first %d results; type more to narrow them.").replacingFirst("%d", with: String(found.count)))
         } else {
             setLabel(status, localized("%d result", "%d results", found.count).replacingFirst("%d", with: String(found.count)))
         }
@@ -276,7 +277,9 @@ final class HistoryPage {
     }
 
     private func fill(_ cell: Cell, with result: Result) {
-        apps.setImage(cell.icon, result.appID)
+        guard cell.shown != result else { return }
+        if cell.shown?.appID != result.appID { apps.setImage(cell.icon, result.appID) }
+        cell.shown = result
         setLabel(cell.title, displayTitle(result))
         let appName = apps.app(result.appID).name
         setLabel(cell.detail, result.description.isEmpty ? appName : "\(result.description) — \(appName)")

@@ -25,7 +25,7 @@ struct DiscoveredHandoffTests {
         activity?.stringVariantEntries?.first { $0.0 == "title" }?.1.stringValue
     }
 
-    @Test("Both discoverable: each device appears on the other through Avahi (and goes while neither is discoverable), they pair, A's current activity shows on B and continues into B's handler, A hears Continued; after both daemons restart on new ports they reconnect through discovery",
+    @Test("Both discoverable: each device appears on the other through Avahi (and goes while neither is discoverable), they pair, A's current activity shows on B and continues into B's handler, A hears Continued; after both daemons restart on new ports they reconnect through discovery; a stranger's browse and TLS connection never show A's DeviceId, name or the same token or certificate twice",
           .enabled(if: TwoDesktopLink.skipReason == nil, "\(TwoDesktopLink.skipReason ?? "")"),
           .timeLimit(.minutes(4)))
     func discoverPairContinueAndReconnect() throws {
@@ -68,6 +68,8 @@ struct DiscoveredHandoffTests {
         #expect(b.waitForDevice(onB, "Paired", { $0 == .boolean(true) }), "\(logs())")
         #expect(try a.deviceProperties(onA)["Paired"] == .boolean(true))
         for stack in [a, b] { try stack.set("Discoverable", .boolean(false)) }
+        let idA = a.deviceID
+        let before = try strangersView(of: a, "Desktop A", idA, link)
 
         // A's current activity reaches B; continuing it on B reaches B's handler; A hears Continued.
         let handler = try HandlerFixture.start(app: UA.editor, bus: b.bus, directory: b.session.root)
@@ -114,5 +116,42 @@ struct DiscoveredHandoffTests {
         #expect(newAddressOfA.hasPrefix(link.desktops[0].address + ":"), "\(oldAddressOfA) → \(newAddressOfA)")
         #expect(a.logEventually(contains: "through Avahi"), "\(logs())")
         #expect(waitUntil(timeout: 30) { a.handoffLog.contains("found through discovery") || b.handoffLog.contains("found through discovery") }, "\(logs())")
+        // Across the restart a stranger sees nothing it saw before: another token, another certificate.
+        let after = try strangersView(of: a, "Desktop A", idA, link)
+        #expect(after.token != before.token && after.certificate != before.certificate, "\(before) → \(after)")
+    }
+
+    /// What a stranger in B's namespace learns of `stack` (not Discoverable):
+    /// its DNS-SD record and the certificate its port shows. Neither holds
+    /// the DeviceId or the name; returns the token and the certificate's key.
+    func strangersView(of stack: HandoffStack, _ name: String, _ id: String, _ link: TwoDesktopLink) throws -> (token: String, certificate: String) {
+        let probe = try BuiltProducts.executable(named: "handoff-discovery-probe")
+        let browser = try link.spawn(in: 1, probe, ["browse"])
+        defer { browser.terminate() }
+        let port = Int(stack.port)
+        var lines: [String] = []
+        var txt: [String: String]?
+        let deadline = Date().addingTimeInterval(60)
+        while txt == nil, Date() < deadline, let line = try browser.readLine(timeout: max(0.05, deadline.timeIntervalSinceNow)) {
+            lines.append(line)
+            guard let event = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any], event["event"] as? String == "found",
+                  event["address"] as? String == link.desktops[0].address, event["port"] as? Int == port,
+                  let record = event["txt"] as? [String: String], record["name"] == nil
+            else { continue }
+            txt = record
+        }
+        let record = try #require(txt, "no announcement of port \(port) without a name: \(lines)")
+        #expect(record["id"] == nil && record["r"]?.count == 32, "\(record)")
+        // Avahi's cache may still hold the announcement from the pairing window a moment ago; the current one holds neither.
+        #expect(!record.values.contains { $0.contains(id) || $0.contains(name) }, "\(record)")
+        #expect(!lines.filter { $0.contains("\"port\":\(port)") && !$0.contains("\"name\"") }.joined().contains(id), "\(lines)")
+
+        let files = try StrangerTLSProbe.prepare(in: stack.session.root, environment: [:])
+        let process = try link.spawn(in: 1, "/usr/bin/python3", [files.script, link.desktops[0].address, "\(port)", files.cert, files.key])
+        defer { process.terminate(grace: 0.5) }
+        let seen = try StrangerTLSProbe.read(process)
+        #expect(seen.spki.count == 64 && seen.spki != id && !seen.der.contains(id), "\(seen)")
+        #expect(!seen.subject.contains(name.filter { $0 != " " }) && seen.received == 0, "\(seen)")
+        return (record["r"] ?? "", seen.spki)
     }
 }

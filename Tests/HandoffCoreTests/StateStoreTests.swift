@@ -26,12 +26,22 @@ import Testing
         state.notifyContinuable = false
         state.pendingPeers = ["127.0.0.1:4000"]
         let id = Hex.encode(SHA256.hash([1]))
-        state.devices[id] = KnownDevice(id: id, name: "Laptop", address: "[::1]:5000", paired: true)
+        state.resolvingKey = SecureRandom.bytes(32)
+        state.devices[id] = KnownDevice(id: id, name: "Laptop", address: "[::1]:5000", paired: true,
+                                        linkSecret: SecureRandom.bytes(32), resolvingKey: SecureRandom.bytes(32))
         let gone = Hex.encode(SHA256.hash([2]))
         state.devices[gone] = KnownDevice(id: gone, name: "Old", address: "192.0.2.1:4000", paired: false, tellUnpair: true)
         let parsed = HandoffState.parse(state.serialized())
         #expect(parsed.state == state)
         #expect(parsed.warnings.isEmpty)
+    }
+
+    @Test func aDamagedSecretIsDroppedWithAWarning() {
+        let id = Hex.encode(SHA256.hash([1]))
+        let parsed = HandoffState.parse("[Handoff]\nResolvingKey=abcd\n[Device \(id)]\nPaired=true\nLinkSecret=zz\n")
+        #expect(parsed.state.resolvingKey.isEmpty && parsed.state.devices[id]?.linkSecret == [])
+        #expect(parsed.state.devices[id]?.paired == true)
+        #expect(parsed.warnings.count == 2)
     }
 
     @Test func skipsMalformedDevicesWithAWarning() {

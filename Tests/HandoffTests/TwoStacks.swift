@@ -16,10 +16,11 @@ final class TwoStacks: @unchecked Sendable {
     let b: Stack
 
     init(appsA: [(id: String, types: [String])] = [], appsB: [(id: String, types: [String])] = [], fakeScreenSaverA: Bool = false,
-         fakeLogindA: Bool = false, keepaliveSeconds: Int = 15, handoffEnvironment: [String: String] = [:]) throws {
+         fakeLogindA: Bool = false, keepaliveSeconds: Int = 15, placementB: Stack.Placement? = nil,
+         handoffEnvironment: [String: String] = [:]) throws {
         a = try Stack("A", apps: appsA, fakeScreenSaver: fakeScreenSaverA, fakeLogind: fakeLogindA, keepaliveSeconds: keepaliveSeconds,
                       extraEnvironment: handoffEnvironment)
-        b = try Stack("B", apps: appsB, keepaliveSeconds: keepaliveSeconds, extraEnvironment: handoffEnvironment)
+        b = try Stack("B", apps: appsB, keepaliveSeconds: keepaliveSeconds, placement: placementB, extraEnvironment: handoffEnvironment)
         try a.set("DeviceName", .string("Stack A"))
         try b.set("DeviceName", .string("Stack B"))
         try a.set("Enabled", .boolean(true))

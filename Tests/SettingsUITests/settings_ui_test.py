@@ -166,6 +166,22 @@ def show_page(title):
     assert wait_until(lambda: tab.getState().contains(pyatspi.STATE_SELECTED), 10, 0.05), f"page {title} not shown"
 
 
+def close_toasts():
+    """Closes the toasts shown with their close buttons, as a person does (a
+    toast's time runs only while its window is active, and without a window
+    manager it never is), and waits until they are gone from the screen."""
+    toast = lambda: find(frame, "filler", "AdwToastWidget")
+    for _ in range(10):
+        shown = toast()
+        if shown is None:
+            return
+        button = find(shown, "push button")
+        if button is not None:
+            press(button)
+        wait_until(lambda: toast() is not shown, 5)
+    assert toast() is None, "a toast stays"
+
+
 def prop(target, name):
     return session.get(target[0], target[1], target[2], name)
 
@@ -173,6 +189,7 @@ def prop(target, name):
 def screenshot(name):
     if not options.screenshots:
         return
+    close_toasts()
     import gi
     gi.require_version("Gdk", "3.0")
     from gi.repository import Gdk
@@ -385,6 +402,120 @@ def unavailable_service_is_reported():
     assert wait_until(lambda: find(frame, "label", contains="Handoff is not available") is None, 30), "the page came back"
 
 
+# What a person operates: buttons, switches, entries, spin buttons, page tabs.
+CONTROL_ROLES = {"push button", "toggle button", "check box", "switch", "text", "entry", "password text",
+                 "spin button", "combo box", "radio button", "link", "slider", "page tab", "menu item"}
+
+
+def controls_shown(root):
+    """Every control under `root` that a person can see and use now (visible,
+    sensitive), with a description; hidden pages and rows are skipped."""
+    found, queue = [], [root]
+    while queue:
+        node = queue.pop(0)
+        try:
+            states = node.getState()
+            # GTK 4.8 sets VISIBLE only on widgets drawn (never SHOWING).
+            if not states.contains(pyatspi.STATE_VISIBLE):
+                continue
+            # Nor does it clear SENSITIVE under an insensitive row: what is
+            # under one cannot be used.
+            if not states.contains(pyatspi.STATE_SENSITIVE):
+                continue
+            role = node.getRoleName()
+            if role in CONTROL_ROLES:
+                found.append((node, f"{role} {shown_text(node.name)!r}"))
+            queue.extend(node.getChildAtIndex(i) for i in range(node.childCount))
+        except Exception:
+            continue
+    return [(node, text) for node, text in found if node is not None]
+
+
+focus_events = []
+focus_events_followed = []
+
+
+def pump_events():
+    """Delivers the accessibility events received so far (no main loop runs here)."""
+    from gi.repository import GLib
+    context = GLib.MainContext.default()
+    while context.pending():
+        context.iteration(False)
+
+
+def page_content(marker_role, marker_name):
+    """The page holding the control `marker_name` (GTK 4.8 marks the pages
+    not shown VISIBLE too): the parent of the page's scrolled window, the
+    first one above a control outside the history's list."""
+    node = require(frame, marker_role, marker_name)
+    while node is not None and node.getRoleName() != "scroll pane":
+        node = node.parent
+    assert node is not None and node.parent is not None, f"{marker_name!r} is on no page"
+    return node.parent
+
+
+def describe(node):
+    try:
+        return f"{node.getRoleName()} {shown_text(node.name)!r}"
+    except Exception:
+        return "(gone)"
+
+
+def unreachable_controls(page, marker):
+    """What keeps a keyboard user from a control of the page shown: not
+    focusable, or never focused with Tab going round the window twice. The
+    page tabs the focus passed are added to `tabs_reached`."""
+    controls = controls_shown(page_content(*marker))
+    assert len(controls) >= 3, f"{page}: only {[text for _, text in controls]} found"
+    problems = [f"{page}: {text} is not focusable" for node, text in controls
+                if not node.getState().contains(pyatspi.STATE_FOCUSABLE)]
+    pending = [(node, text) for node, text in controls if node.getState().contains(pyatspi.STATE_FOCUSABLE)]
+    if not focus_events_followed:
+        pyatspi.Registry.registerEventListener(lambda event: event.detail1 and focus_events.append(event.source),
+                                               "object:state-changed:focused")
+        focus_events_followed.append(True)
+    # The focus events say where each Tab went, however late the keys are handled.
+    focus_events.clear()
+    for _ in range(2 * (len(controls) + 10)):
+        seen = len(focus_events)
+        press_key(TAB)
+        if not wait_until(lambda: pump_events() or len(focus_events) > seen, 10, 0.01):
+            problems.append(f"{page}: Tab moved the focus nowhere after {describe(focus_events[-1]) if focus_events else 'the start'}")
+            break
+        pending = [(node, text) for node, text in pending if all(node != focused for focused in focus_events)]
+        tabs_reached.update(shown_text(node.name) for node in focus_events if node.getRoleName() == "page tab")
+        if not pending:
+            break
+    if pending:
+        problems.append(f"{page}: not reached with Tab: {', '.join(text for _, text in pending)} "
+                        f"(reached: {', '.join(describe(node) for node in focus_events[:len(controls) + 10])})")
+    return problems
+
+
+tabs_reached = set()
+
+
+def keyboard_reaches_every_control():
+    """On each page, every control shown is focusable and gets the focus
+    with Tab alone; the page tabs (in the header) too."""
+    session.ctl("resume")
+    donate(EDITOR, "Kitchen plan", "Cupboards")
+    # Handoff on: its rows are usable only then.
+    session.call(HANDOFF[0], HANDOFF[1], "org.freedesktop.DBus.Properties.Set", HANDOFF[2], "Enabled", "<true>")
+    wait_until(lambda: checked(require(frame, "check box", "Handoff")), 20)
+    problems = []
+    for page, marker in (("Handoff", ("check box", "Handoff")), ("History", ("entry", "Search history")),
+                         ("Privacy", ("check box", "Pause history"))):
+        show_page(page)
+        if page == "History":
+            search = require(frame, "entry", "Search history")
+            search.queryEditableText().setTextContents("kitchen")
+            require(frame, "label", "Kitchen plan")
+        problems += unreachable_controls(page, marker)
+    problems += [f"the page tab {tab} is not reached with Tab" for tab in ("Handoff", "History", "Privacy") if tab not in tabs_reached]
+    assert not problems, "; ".join(problems)
+
+
 def spawn_fixture(target, *args):
     """Starts fixtures.py on `target`'s bus and waits for its READY line."""
     child = subprocess.Popen(["/usr/bin/python3", os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures.py"), *args],
@@ -456,6 +587,9 @@ def two_stacks_pair_follow_and_continue():
         assert wait_until(lambda: any("Travel plan" in text for text in label_texts(row)), 30), \
             "the row follows B's current activity"
         screenshot("handoff-devices")
+        # A device's buttons are reached by keyboard too.
+        problems = unreachable_controls("Handoff", ("check box", "Handoff"))
+        assert not problems, "; ".join(problems)
         press(require(row, "push button", contains="Continue"))
         line = editor.stdout.readline()
         assert "continue-activity" in line and "Travel plan" in line, line
@@ -469,6 +603,7 @@ def two_stacks_pair_follow_and_continue():
 CHECKS = [handoff_switch_sets_enabled, device_name_reaches_service, discoverable_shows_time_left,
           privacy_switches_set_properties, block_an_app_from_the_installed_apps,
           cli_change_shows_in_app, mnemonic_toggles_pause, history_search_as_you_type, history_follows_changes_elsewhere, forget_one_removes_it, forget_this_app_removes_its_entries,
+          keyboard_reaches_every_control,
           forget_everything_with_confirmation, unavailable_service_is_reported, two_stacks_pair_follow_and_continue]
 
 passed = failed = 0

@@ -15,13 +15,13 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "Tests", "SettingsUITests"))
+from floors import compile_floor  # noqa: E402
 from desktop_session import BUILD, Session, accessible_application, child_path, node_at, wait_until  # noqa: E402
 
 parser = argparse.ArgumentParser()
@@ -32,15 +32,8 @@ options = parser.parse_args()
 
 work = tempfile.mkdtemp(prefix="settings-bench-")
 
-def compile_floor(name, package):
-    output = os.path.join(work, name)
-    flags = subprocess.run(["pkg-config", "--cflags", "--libs", package], capture_output=True, text=True, check=True).stdout.split()
-    subprocess.run(["gcc", "-O2", "-o", output, os.path.join(os.path.dirname(__file__), name + ".c"), *flags], check=True)
-    return output
-
-
-minimal = compile_floor("minimal-window", "gtk4")
-preferences = compile_floor("minimal-preferences", "libadwaita-1")
+minimal = compile_floor("minimal-window", "gtk4", work)
+preferences = compile_floor("minimal-preferences", "libadwaita-1", work)
 
 session = Session("bench")
 os.environ["DBUS_SESSION_BUS_ADDRESS"] = session.address
