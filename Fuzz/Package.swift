@@ -21,7 +21,7 @@ func harness(_ name: String, extra: [Target.Dependency] = []) -> Target {
 let hasHandoffCore = FileManager.default.fileExists(atPath: Context.packageDirectory + "/Sources/HandoffCore/Frame.swift")
 let handoffTargets: [Target] = hasHandoffCore ? [
     .systemLibrary(name: "CGnuTLS", pkgConfig: "gnutls"),
-    .target(name: "HandoffCore", dependencies: ["TypedValues", "CGnuTLS"]),
+    .target(name: "HandoffCore", dependencies: ["TypedValues", "UserActivityCore", "CGnuTLS"]),
     harness("fuzz-handoff-frame", extra: ["HandoffCore"]),
 ] : []
 

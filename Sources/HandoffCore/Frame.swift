@@ -20,7 +20,9 @@ public enum FrameKind: UInt8, Sendable, CaseIterable {
     case advert = 4
     /// Asks for the full payload of the advertised activity `id` (s).
     case fetch = 5
-    /// The payload: `id`, `activity-type`, `properties` (a{sv}).
+    /// The payload: `request` (u), `activity-type`, `properties` (a{sv}), and
+    /// `handoff` (s), a random id for this fetch that the continued,
+    /// continue-failed and stream-open frames about it name.
     case fetchReply = 6
     /// A request failed: `request` (u), `name` (s, an error name), `message` (s).
     case error = 7
@@ -28,12 +30,15 @@ public enum FrameKind: UInt8, Sendable, CaseIterable {
     case unpair = 8
     /// Keeps the link alive; answered with nothing.
     case keepalive = 9
-    /// The receiver continued the fetched activity in `app-id` (s): the origin marks it Continued.
+    /// The receiver continued the fetched activity in `app-id` (s): the origin
+    /// marks it Continued. `handoff` (s) names the fetch: the random id its
+    /// fetch reply gave, never the activity's id; each is reported once.
     case continued = 10
     /// Pairing ended before both confirmed.
     case pairCancel = 11
     /// The continuing app on the sender opened a continuation stream for the
-    /// activity `id` (s) it fetched; `stream` (u) names it from now on.
+    /// activity it fetched (`handoff` (s), as for ``continued``); `stream` (u)
+    /// names it from now on.
     case streamOpen = 12
     /// Bytes of a stream: `stream` (u), `opener` (b: the sender opened it),
     /// then the bytes themselves in ``Frame/data``, at most
@@ -45,7 +50,7 @@ public enum FrameKind: UInt8, Sendable, CaseIterable {
     /// The sender's end of the stream is closed (`stream`, `opener`); with
     /// `name` and `message` (s) when it failed rather than ended.
     case streamClose = 15
-    /// The fetched activity `id` (s) could not be continued on the sender:
+    /// The fetched activity (`handoff`, as for ``continued``) could not be continued on the sender:
     /// `name` (s, an error name) and `message` (s). The origin does not mark it Continued.
     case continueFailed = 16
     /// Asks for the document of the fetched activity `id` (s): `request` (u),

@@ -45,7 +45,8 @@ public struct StreamFailure: Sendable, Equatable {
 /// `opener` says whether its sender opened the stream, which the receiver
 /// turns into ``StreamKey/openedHere`` (and back when it answers).
 public enum StreamMessage: Sendable, Equatable {
-    case open(stream: UInt32, activityID: String)
+    /// A stream for the continuation of the fetch answered with `handoff` (its random id, ``Frame``'s `handoff`).
+    case open(stream: UInt32, handoff: String)
     case data(StreamKey, [UInt8])
     case credit(StreamKey, UInt32)
     case close(StreamKey, StreamFailure?)
@@ -56,8 +57,8 @@ public enum StreamMessage: Sendable, Equatable {
     public static func parse(_ frame: Frame) -> StreamMessage? {
         guard let stream = frame.uint32("stream") else { return nil }
         if frame.kind == .streamOpen {
-            guard let id = frame.string("id"), !id.isEmpty else { return nil }
-            return .open(stream: stream, activityID: id)
+            guard let handoff = frame.string("handoff"), !handoff.isEmpty else { return nil }
+            return .open(stream: stream, handoff: handoff)
         }
         guard let opener = frame.bool("opener") else { return nil }
         let key = StreamKey(id: stream, openedHere: !opener)
@@ -82,7 +83,7 @@ public enum StreamMessage: Sendable, Equatable {
             extra.merging(["stream": .uint32(key.id), "opener": .boolean(key.openedHere)]) { $1 }
         }
         switch self {
-        case .open(let stream, let id): return Frame(.streamOpen, ["stream": .uint32(stream), "id": .string(id)])
+        case .open(let stream, let handoff): return Frame(.streamOpen, ["stream": .uint32(stream), "handoff": .string(handoff)])
         case .data(let key, let bytes): return Frame(.streamData, body(key), data: bytes)
         case .credit(let key, let bytes): return Frame(.streamCredit, body(key, ["bytes": .uint32(bytes)]))
         case .close(let key, let failure):

@@ -18,6 +18,8 @@ final class ActivityExchange {
     lazy var streams = StreamRelay(loop: loop, log: log)
     /// Documents of open-document activities sent to and brought from paired devices.
     var transfers = FileTransfers()
+    /// Drops a link whose device broke the protocol (``PeerLinks/misbehaved(_:_:)``, which makes it wait before it links again).
+    var onProtocolError: (PeerLink, String) -> Void = { link, reason in link.close(reason: reason) }
 
     init(context: HandoffContext) {
         self.context = context
@@ -156,7 +158,8 @@ final class ActivityExchange {
             switch result {
             case .failure(let error): completion(.failure(error))
             case .success(let reply):
-                guard let type = reply.string("activity-type"), let properties = reply.body["properties"] else {
+                guard let type = reply.string("activity-type"), let properties = reply.body["properties"],
+                      let handoff = reply.string("handoff"), !handoff.isEmpty else {
                     return completion(.failure(HandoffError("HandoffFailed", "\(device.name) sent an incomplete activity")))
                 }
                 // What is continued is what the person saw, and only what may be opened from another device.
@@ -166,17 +169,17 @@ final class ActivityExchange {
                     return self.protocolError(link, "another activity than the one it advertised")
                 }
                 func continueHere(_ properties: TypedValue) {
-                    let relay = self.streamRelayPath(for: properties, from: device, activityID: remote.id)
+                    let relay = self.streamRelayPath(for: properties, from: device, handoff: handoff)
                     let options = options + (relay.map { [("stream-relay", TypedValue.objectPath($0))] } ?? [])
                     self.activitySource?.continueLocally(type: type, properties: properties, options: options,
                                                         timeoutMilliseconds: Int32(min(Int(timeout == 0 ? 10_000 : timeout) * 2 + 1000, 1_300_000))) { result in
                         switch result {
                         case .success(let appID):
-                            link.send(Frame(.continued, ["id": .string(remote.id), "app-id": .string(appID)]))
+                            link.send(Frame(.continued, ["handoff": .string(handoff), "app-id": .string(appID)]))
                             completion(.success(appID))
                         case .failure(let error):
                             if let relay { self.streams.unregister(relay) }
-                            link.send(Frame(.continueFailed, ["id": .string(remote.id), "name": .string(error.name), "message": .string(error.message)]))
+                            link.send(Frame(.continueFailed, ["handoff": .string(handoff), "name": .string(error.name), "message": .string(error.message)]))
                             completion(.failure(HandoffError(error.name, error.message)))
                         }
                     }
@@ -190,7 +193,7 @@ final class ActivityExchange {
                         self.bringDocument(path: path, activityID: remote.id, uri: uri, from: device, link: link) { brought in
                             switch brought {
                             case .failure(let error):
-                                link.send(Frame(.continueFailed, ["id": .string(remote.id), "name": .string(error.name), "message": .string(error.message)]))
+                                link.send(Frame(.continueFailed, ["handoff": .string(handoff), "name": .string(error.name), "message": .string(error.message)]))
                                 completion(.failure(error))
                             case .success(let local):
                                 continueHere(ActivityExchange.replacingDocumentURI(in: properties, with: local))
@@ -213,7 +216,7 @@ final class ActivityExchange {
 
     /// A frame from a peer that cannot be served: the link drops (logged once), nothing else is affected.
     private func protocolError(_ link: PeerLink, _ what: String) {
-        link.close(reason: "\(link.address) sent \(what): disconnected")
+        onProtocolError(link, "\(link.address) sent \(what): disconnected")
     }
 
     private func receivedContinuation(_ frame: Frame, on link: PeerLink) {
@@ -232,10 +235,11 @@ final class ActivityExchange {
             source.fetchForHandoff(activityID: advertised.id, timeoutMilliseconds: Int32(timeout)) { result in
                 switch result {
                 case .success(let (type, properties)):
-                    self.streams.grant(device: device.id, activityID: id, now: self.now)
+                    let handoff = device.recordHandoff(of: id)
+                    self.streams.grant(device: device.id, handoff: handoff, activityID: id, now: self.now)
                     self.grantDocument(of: properties, type: type, activityID: id, to: device)
-                    device.recordFetch(id)
-                    if !link.send(Frame(.fetchReply, ["request": .uint32(request), "activity-type": .string(type), "properties": properties])) {
+                    if !link.send(Frame(.fetchReply, ["request": .uint32(request), "activity-type": .string(type), "properties": properties,
+                                                      "handoff": .string(handoff)])) {
                         link.send(Frame(.error, ["request": .uint32(request), "name": .string(HandoffInterfaces.errorPrefix + "UserInfoTooLarge"),
                                                  "message": .string("the activity is larger than a handoff frame may be (\(FrameCodec.pairedLimit / 1024) KiB)")]))
                     }
@@ -263,17 +267,17 @@ final class ActivityExchange {
             completion(.failure(HandoffError(known, String((frame.string("message") ?? "").prefix(HandoffLimits.maximumMessageBytes)))))
             if !DBusValueCheck.isValidErrorName(name) { protocolError(link, "an error reply whose name is not an error name") }
         case .continued:
-            // Only for an activity this device fetched from here, and once.
-            guard let id = frame.string("id"), device.takeFetch(id),
+            // Only for a fetch this device made from here (by the handoff id its reply gave), and once.
+            guard let handoff = frame.string("handoff"), let id = device.takeHandoff(handoff),
                   let app = frame.string("app-id"), app.isEmpty || (try? ReverseDNSName.validate(app, as: "app-id")) != nil else {
                 return protocolError(link, "a continued frame for an activity it did not fetch")
             }
             activitySource?.markContinued(activityID: id, byApp: app)
         case .continueFailed:
-            guard let id = frame.string("id"), device.takeFetch(id) else {
+            guard let handoff = frame.string("handoff"), let id = device.takeHandoff(handoff) else {
                 return protocolError(link, "a continue-failed frame for an activity it did not fetch")
             }
-            receivedContinueFailed(frame, from: device)
+            receivedContinueFailed(frame, handoff: handoff, activityID: id, from: device)
         default: break
         }
     }

@@ -11,27 +11,26 @@ import UserActivityInterfaces
 /// back to the origin: the glue between the links, useractivityd and
 /// ``StreamRelay``.
 extension ActivityExchange {
-    /// A relay path for the continuation of a fetched activity that supports
-    /// continuation streams, nil for one that does not.
-    func streamRelayPath(for properties: TypedValue, from device: DeviceObject, activityID: String) -> String? {
+    /// A relay path for the continuation of a fetched activity (the fetch
+    /// `handoff`) that supports continuation streams, nil for one that does not.
+    func streamRelayPath(for properties: TypedValue, from device: DeviceObject, handoff: String) -> String? {
         guard case .boolean(true)? = properties.stringVariantEntries?.first(where: { $0.0 == "supports-continuation-streams" })?.1 else {
             return nil
         }
-        return streams.register(device: device.id, activityID: activityID, now: now)
+        return streams.register(device: device.id, handoff: handoff, now: now)
     }
 
     /// The other device fetched the activity but could not continue it: it
     /// stays uncontinued here (no `Continued`), and the journal says why.
-    func receivedContinueFailed(_ frame: Frame, from device: DeviceObject) {
-        let id = frame.string("id") ?? ""
-        streams.revoke(device: device.id, activityID: id)
-        log.info("\(device.name) could not continue activity \(id): \(frame.string("name") ?? "?"): \(frame.string("message") ?? "")")
+    func receivedContinueFailed(_ frame: Frame, handoff: String, activityID: String, from device: DeviceObject) {
+        streams.revoke(device: device.id, handoff: handoff)
+        log.info("\(device.name) could not continue activity \(activityID): \(frame.string("name") ?? "?"): \(frame.string("message") ?? "")")
     }
 
     func receivedStream(_ frame: Frame, on link: PeerLink) {
         guard let device = devices[link.peerDeviceID], device.paired, device.link === link else { return }
         guard let message = StreamMessage.parse(frame) else {
-            link.close(reason: "\(link.address) sent a malformed \(frame.kind) frame: disconnected")
+            onProtocolError(link, "\(link.address) sent a malformed \(frame.kind) frame: disconnected")
             return
         }
         let valid = streams.received(message, on: link, device: device.id, now: now) { [weak self] activityID, completion in
@@ -40,7 +39,7 @@ extension ActivityExchange {
             }
             source.openHandoffStream(activityID: activityID, completion: completion)
         }
-        if !valid { link.close(reason: "\(link.address) broke the stream protocol (\(frame.kind)): disconnected") }
+        if !valid { onProtocolError(link, "\(link.address) broke the stream protocol (\(frame.kind)): disconnected") }
     }
 
     /// `Handler.ContinuationStreamOpened(o, h)` from useractivityd at a relay

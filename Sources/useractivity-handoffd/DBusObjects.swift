@@ -107,9 +107,11 @@ extension HandoffDaemon {
                 context.reply(message, error: HandoffError("org.freedesktop.DBus.Error.PropertyReadOnly", "device properties are read-only"))
                 return true
             }
+            // The one step after the handler: the reply, then the signal of what changed.
             do {
-                try setManagerProperty(name, value)
+                let changed = try setManagerProperty(name, value)
                 context.reply(message)
+                if !changed.isEmpty { emitManagerChanged(changed) }
             } catch let error as HandoffError {
                 context.reply(message, error: error)
             } catch {
@@ -135,10 +137,11 @@ extension HandoffDaemon {
                 ("ListenPort", .uint16(links.boundPort)), ("IdentityError", .string(context.identityError))]
     }
 
-    private func setManagerProperty(_ name: String, _ value: TypedValue) throws {
+    /// The manager's property table for `Set`: sets one, says which properties changed.
+    private func setManagerProperty(_ name: String, _ value: TypedValue) throws -> [String] {
         switch (name, value) {
         case ("Enabled", .boolean(let on)):
-            guard on != state.enabled else { return }
+            guard on != state.enabled else { return [] }
             if on {
                 do { try enable() } catch {
                     emitManagerChanged(["IdentityError"])
@@ -150,31 +153,31 @@ extension HandoffDaemon {
             context.state.enabled = on
             context.save()
             republish()
-            emitManagerChanged(["Enabled", "DeviceId", "ListenPort", "IdentityError", "Discoverable"])
+            return ["Enabled", "DeviceId", "ListenPort", "IdentityError", "Discoverable"]
         case ("DeviceName", .string(let text)):
             guard !text.isEmpty, text.utf8.count <= 255 else { throw HandoffError("InvalidArgument", "DeviceName must be 1 to 255 bytes") }
             context.state.deviceName = text
             context.save()
-            emitManagerChanged(["DeviceName"])
             republish()
             for device in context.devices.values where device.reachable { if let link = device.link { links.sendHello(on: link) } }
+            return ["DeviceName"]
         case ("Discoverable", .boolean(let on)):
             context.discoverableWindow.set(on, now: context.now)
             republish()
-            emitManagerChanged(["Discoverable"])
+            return ["Discoverable"]
         case ("DiscoverableTimeout", .uint32(let seconds)):
             context.state.discoverableTimeout = seconds
             context.save()
-            emitManagerChanged(["DiscoverableTimeout"])
+            return ["DiscoverableTimeout"]
         case ("NotifyContinuable", .boolean(let on)):
             context.state.notifyContinuable = on
             context.save()
             if !on { for device in context.devices.values { context.notifier?.withdraw(device.id) } }
-            emitManagerChanged(["NotifyContinuable"])
+            return ["NotifyContinuable"]
         case ("MaximumFileSize", .uint64(let bytes)):
             context.state.maximumFileSize = bytes
             context.save()
-            emitManagerChanged(["MaximumFileSize"])
+            return ["MaximumFileSize"]
         case ("DeviceId", _), ("ListenPort", _), ("IdentityError", _):
             throw HandoffError("org.freedesktop.DBus.Error.PropertyReadOnly", "\(name) is read-only")
         default:

@@ -2,6 +2,7 @@
 import DBusKit
 import HandoffCore
 import TypedValues
+import UserActivityCore
 import UserActivityInterfaces
 
 /// What a device method's handler did: its reply, and the properties it
@@ -41,22 +42,24 @@ final class DeviceObject {
     /// Paired or kept across restarts at some point (then its object stays
     /// after unpairing); otherwise a transient key whose object goes with its link.
     var wasKept = false
-    /// Activities this device fetched from here, with how many fetches are
-    /// unanswered: each fetch may be reported continued (or failed) once,
-    /// and nothing else may.
-    var fetchedFromHere: [String: Int] = [:]
+    /// The fetches this device made from here and that are not reported yet,
+    /// by the random handoff id each reply gave: the activity fetched. Each
+    /// may be reported continued (or failed) once, and nothing else may; the
+    /// activity's own id is never enough.
+    var handoffs: [String: String] = [:]
 
-    /// A fetch of `id` was answered: one `continued` or `continue-failed` may follow.
-    func recordFetch(_ id: String) {
-        if fetchedFromHere[id] == nil && fetchedFromHere.count >= HandoffLimits.maximumFetchesAwaitingAnswer { fetchedFromHere.removeAll() }
-        fetchedFromHere[id, default: 0] += 1
+    /// A fetch of the activity `id` is answered: its handoff id, which one
+    /// `continued` or `continue-failed` (and a stream) may name.
+    func recordHandoff(of id: String) -> String {
+        if handoffs.count >= HandoffLimits.maximumFetchesAwaitingAnswer { handoffs.removeAll() }
+        let handoff = ContinuationTokenBook.randomValue()
+        handoffs[handoff] = id
+        return handoff
     }
 
-    /// Whether a report about `id` answers a fetch (and counts it as answered).
-    func takeFetch(_ id: String) -> Bool {
-        guard let count = fetchedFromHere[id] else { return false }
-        fetchedFromHere[id] = count > 1 ? count - 1 : nil
-        return true
+    /// The activity a report naming `handoff` is about, if it answers a fetch (which then counts as answered).
+    func takeHandoff(_ handoff: String) -> String? {
+        handoffs.removeValue(forKey: handoff)
     }
     var path: String { HandoffInterfaces.devicePathPrefix + id }
     var reachable: Bool { link?.helloReceived == true && link?.isClosed == false }

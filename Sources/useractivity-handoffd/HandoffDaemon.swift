@@ -42,6 +42,7 @@ final class HandoffDaemon {
             linkClosed: { [unowned exchange] link, reason in exchange.linkClosed(link, reason: reason) },
             dataDrained: { [unowned exchange] link in exchange.streams.resume(link) },
             bulkDrained: { [unowned exchange] link in exchange.pumpFiles(on: link) })
+        exchange.onProtocolError = { [unowned links] link, reason in links.misbehaved(link, reason) }
         context.onWorkAdded = { [weak self] in self?.rescheduleTick() }
         context.onResolvingKeyReplaced = { [weak self] in
             guard let self, self.links.isListening else { return }

@@ -51,6 +51,10 @@ final class PeerLinks {
     var refusalLogAllowedAt: Int64 = 0
     /// AddPeer calls waiting for the key of the device at an address.
     var pendingAddPeer: [(link: PeerLink, call: Message)] = []
+    /// Devices that broke the protocol, by DeviceId: how long the last wait was, and until when they wait.
+    var backOffs: [String: (delay: Int64, until: Int64)] = [:]
+    /// How long a device that broke the protocol first waits before it may link again.
+    let firstBackOffMicroseconds: Int64
     /// The token and certificate shown while not Discoverable.
     let disguise = NetworkDisguise()
 
@@ -67,6 +71,7 @@ final class PeerLinks {
         listenPort = parts.count == 2 ? UInt16(parts[1]) ?? 0 : 0
         keepaliveSeconds = max(Int64(context.environment["USERACTIVITY_HANDOFF_KEEPALIVE_SECONDS"] ?? "") ?? 15, 1)
         handshakeSeconds = max(Int64(context.environment["USERACTIVITY_HANDOFF_HANDSHAKE_SECONDS"] ?? "") ?? 10, 1)
+        firstBackOffMicroseconds = max(Int64(context.environment["USERACTIVITY_HANDOFF_BACKOFF_SECONDS"] ?? "") ?? 10, 0) * 1_000_000
     }
 
     // MARK: Starting and stopping
@@ -171,6 +176,7 @@ final class PeerLinks {
         let id = Hex.encode(key)
         let devices = context.devices
         if id == identity?.deviceID { return false }
+        if isBackingOff(id) { return false }
         if let expected = link.expectedKeyID { return key == expected }
         if devices[id]?.paired == true { return true }
         // Only to tell it that it was unpaired while away.
@@ -259,7 +265,7 @@ final class PeerLinks {
             link.close(reason: "unknown key and not discoverable")
             return
         }
-        let isNew = devices[id] == nil
+        var isNew = devices[id] == nil
         if isNew && devices.values.filter(context.isTransient).count >= HandoffContext.maximumTransientDevices {
             link.close(reason: "\(HandoffContext.maximumTransientDevices) unknown devices are already connected")
             return
@@ -284,6 +290,11 @@ final class PeerLinks {
                 return
             }
             old.close(reason: "replaced by a newer link")
+            // Closing it forgot the object of a device nobody kept: this link brings it back.
+            if context.devices[id] !== device {
+                context.devices[id] = device
+                isNew = true
+            }
         }
         device.link = link
         if device.tellUnpair && !device.paired {
@@ -311,6 +322,33 @@ final class PeerLinks {
         if device.paired { link.send(Advert.frame(for: context.advertised)) }
     }
 
+    // MARK: Devices that broke the protocol
+
+    /// A device that broke the protocol waits ``firstBackOffMicroseconds``
+    /// before its next link (dialed or accepted), twice as long at each
+    /// further offence, up to the cap; an offence long after the last wait
+    /// ended starts over.
+    static let maximumBackOffMicroseconds: Int64 = 300_000_000
+    static let backOffForgottenAfterMicroseconds: Int64 = 600_000_000
+
+    /// Drops `link` for breaking the protocol (`reason` is logged once, by the
+    /// close); its device may link again only after its back-off.
+    func misbehaved(_ link: PeerLink, _ reason: String) {
+        let id = link.peerDeviceID
+        if !id.isEmpty && id != identity?.deviceID {
+            backOffs = backOffs.filter { now - $0.value.until <= Self.backOffForgottenAfterMicroseconds }
+            let delay = backOffs[id].map { min($0.delay * 2, Self.maximumBackOffMicroseconds) } ?? firstBackOffMicroseconds
+            backOffs[id] = (delay, now + delay)
+        }
+        link.close(reason: reason)
+    }
+
+    /// Whether the device `id` is still waiting after breaking the protocol.
+    func isBackingOff(_ id: String) -> Bool { (backOffs[id]?.until ?? 0) > now }
+
+    /// When a paired device that went away is dialed again: its reconnect time, or the end of its back-off.
+    private func reconnectDue(_ device: DeviceObject) -> Int64 { max(device.reconnectAt, backOffs[device.id]?.until ?? 0) }
+
     // MARK: Deadlines
 
     private func needsReconnect(_ device: DeviceObject) -> Bool {
@@ -322,7 +360,7 @@ final class PeerLinks {
         var due = links.compactMap(\.nextDue)
         if disguise.rotation.due < .max { due.append(disguise.rotation.due) }
         if context.state.enabled, service != nil {
-            due += context.devices.values.filter(needsReconnect).map(\.reconnectAt)
+            due += context.devices.values.filter(needsReconnect).map(reconnectDue)
         }
         return due
     }
@@ -335,7 +373,7 @@ final class PeerLinks {
     /// Dials the paired devices whose reconnect is due.
     func reconnect(now: Int64) {
         guard context.state.enabled, service != nil else { return }
-        for device in context.devices.values where needsReconnect(device) && now >= device.reconnectAt {
+        for device in context.devices.values where needsReconnect(device) && now >= reconnectDue(device) {
             device.reconnectAt = now + 5_000_000
             if !links.contains(where: { $0.address == device.address }) { dial(device.address, device: device) }
         }

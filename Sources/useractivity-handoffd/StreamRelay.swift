@@ -162,10 +162,10 @@ final class RelayedStream {
 /// over the peer link (the frames of ``StreamMessage``).
 ///
 /// Continuing side: `ContinueActivity` of useractivityd gets a `stream-relay`
-/// path (``register(device:activityID:now:)``); when the app opens its stream,
+/// path (``register(device:handoff:now:)``); when the app opens its stream,
 /// useractivityd calls `Handler.ContinuationStreamOpened` there and the
 /// daemon sends `streamOpen`. Origin side: a `streamOpen` for an activity the
-/// device fetched (``grant(device:activityID:now:)``) becomes
+/// device fetched (``grant(device:handoff:activityID:now:)``) becomes
 /// `OpenHandoffStream` of useractivityd, whose socket the origin app's other
 /// end is connected to.
 final class StreamRelay {
@@ -180,6 +180,10 @@ final class StreamRelay {
     }
     private struct Relay {
         let device: String
+        let handoff: String
+        let expires: Int64
+    }
+    private struct Grant {
         let activityID: String
         let expires: Int64
     }
@@ -188,8 +192,9 @@ final class StreamRelay {
     private let log: Logger
     private var streams: [Key: RelayedStream] = [:]
     private var relays: [String: Relay] = [:]
-    /// Origin side: activities each device fetched, and until when it may open a stream for them.
-    private var grants: [String: [String: Int64]] = [:]
+    /// Origin side: the fetches each device made, by handoff id: the activity,
+    /// and until when it may open a stream for it.
+    private var grants: [String: [String: Grant]] = [:]
     private var nextStream: UInt32 = 0
 
     init(loop: MainLoop, log: Logger) {
@@ -203,12 +208,13 @@ final class StreamRelay {
 
     // MARK: Continuing side
 
-    /// A fresh relay path for a continuation of `activityID` from `device`: its
-    /// last element is random, so only the useractivityd it was given to can use it.
-    func register(device: String, activityID: String, now: Int64) -> String {
+    /// A fresh relay path for the continuation of the fetch `handoff` from
+    /// `device`: its last element is random, so only the useractivityd it was
+    /// given to can use it.
+    func register(device: String, handoff: String, now: Int64) -> String {
         expire(now: now)
         let path = Self.relayPathPrefix + ContinuationTokenBook.randomValue()
-        relays[path] = Relay(device: device, activityID: activityID, expires: now + Self.grantMicroseconds)
+        relays[path] = Relay(device: device, handoff: handoff, expires: now + Self.grantMicroseconds)
         return path
     }
 
@@ -231,30 +237,30 @@ final class StreamRelay {
         }
         nextStream &+= 1
         let stream = add(RelayedStream(key: StreamKey(id: nextStream, openedHere: true), device: relay.device, link: link, log: log))
-        link.send(StreamMessage.open(stream: nextStream, activityID: relay.activityID).frame)
+        link.send(StreamMessage.open(stream: nextStream, handoff: relay.handoff).frame)
         stream.attach(fd, loop: loop)
         return nil
     }
 
     // MARK: Origin side
 
-    /// `device` fetched `activityID` to continue it: it may open one stream for it.
-    func grant(device: String, activityID: String, now: Int64) {
+    /// `device` fetched `activityID` to continue it (the fetch `handoff`): it may open one stream for it.
+    func grant(device: String, handoff: String, activityID: String, now: Int64) {
         expire(now: now)
-        grants[device, default: [:]][activityID] = now + Self.grantMicroseconds
+        grants[device, default: [:]][handoff] = Grant(activityID: activityID, expires: now + Self.grantMicroseconds)
     }
 
-    func revoke(device: String, activityID: String) { grants[device]?[activityID] = nil }
+    func revoke(device: String, handoff: String) { grants[device]?[handoff] = nil }
 
     /// A stream frame from a paired device; false when it breaks the
     /// protocol (the caller drops the link).
     func received(_ message: StreamMessage, on link: PeerLink, device: String, now: Int64,
                   openOrigin: (String, @escaping (Result<Int32, HandoffError>) -> Void) -> Void) -> Bool {
         switch message {
-        case .open(let id, let activityID):
+        case .open(let id, let handoff):
             let key = StreamKey(id: id, openedHere: false)
             guard streams[Key(link: link.serial, stream: key)] == nil else { return false }
-            guard let expires = grants[device]?.removeValue(forKey: activityID), expires > now else {
+            guard let grant = grants[device]?.removeValue(forKey: handoff), grant.expires > now else {
                 link.send(StreamMessage.close(key, StreamFailure(name: HandoffInterfaces.errorPrefix + "HandoffFailed",
                                                                      message: "that activity was not handed off to this device, or too long ago")).frame, priority: .streamData)
                 return true
@@ -265,7 +271,7 @@ final class StreamRelay {
                 return true
             }
             let stream = add(RelayedStream(key: key, device: device, link: link, log: log))
-            openOrigin(activityID) { [weak self, weak stream] result in
+            openOrigin(grant.activityID) { [weak self, weak stream] result in
                 guard let self, let stream else {
                     if case .success(let fd) = result { close(fd) }
                     return
@@ -318,7 +324,7 @@ final class StreamRelay {
     private func expire(now: Int64) {
         relays = relays.filter { $0.value.expires > now }
         for device in grants.keys {
-            grants[device] = grants[device]?.filter { $0.value > now }
+            grants[device] = grants[device]?.filter { $0.value.expires > now }
             if grants[device]?.isEmpty == true { grants[device] = nil }
         }
     }

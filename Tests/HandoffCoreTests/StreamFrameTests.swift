@@ -15,7 +15,7 @@ import TypedValues
         let seen = StreamKey(id: 7, openedHere: false)
         let bytes = (0..<StreamLimits.chunk).map { UInt8(truncatingIfNeeded: $0 &* 31) }
         let cases: [(StreamMessage, StreamMessage)] = [
-            (.open(stream: 7, activityID: "a1"), .open(stream: 7, activityID: "a1")),
+            (.open(stream: 7, handoff: "a1"), .open(stream: 7, handoff: "a1")),
             (.data(sent, bytes), .data(seen, bytes)),
             (.data(sent, [0]), .data(seen, [0])),
             (.credit(sent, 65_536), .credit(seen, 65_536)),
@@ -51,7 +51,7 @@ import TypedValues
     @Test func malformedStreamFramesAreNotMessages() {
         let key = ["stream": TypedValue.uint32(1), "opener": .boolean(true)]
         #expect(StreamMessage.parse(Frame(.streamOpen, ["stream": .uint32(1)])) == nil)
-        #expect(StreamMessage.parse(Frame(.streamOpen, ["stream": .uint32(1), "id": .string("")])) == nil)
+        #expect(StreamMessage.parse(Frame(.streamOpen, ["stream": .uint32(1), "handoff": .string("")])) == nil)
         #expect(StreamMessage.parse(Frame(.streamData, ["stream": .uint32(1)], data: [1])) == nil)
         #expect(StreamMessage.parse(Frame(.streamData, key)) == nil)
         #expect(StreamMessage.parse(Frame(.streamData, key, data: Array(repeating: 0, count: StreamLimits.chunk + 1))) == nil)

@@ -24,6 +24,25 @@ import Testing
         }
     }
 
+    @Test func twoDevicesThatDialEachOtherAtOnceKeepOneLinkAndBothObjects() throws {
+        try TwoDevices.run { devices in
+            let (a, b) = (devices.a!, devices.b!)
+            // Both discoverable and found by discovery at the same moment: neither is kept across restarts.
+            for side in [a, b] { side.context.discoverableWindow.set(true, now: devices.scheduler.monotonic) }
+            a.links.dial(b.address)?.foundByDiscovery = true
+            b.links.dial(a.address)?.foundByDiscovery = true
+            // Each side made two links (the one it dialed, the one it accepted) and keeps one, the same one.
+            #expect(devices.spin {
+                a.links.linkSerial == 2 && b.links.linkSerial == 2 && a.links.links.count == 1 && b.links.links.count == 1
+                    && a.device(b)?.reachable == true && b.device(a)?.reachable == true
+            }, "links: \(a.links.links.map(\.role)) and \(b.links.links.map(\.role))")
+            let kept = try #require(a.device(b)?.link)
+            #expect(kept.role != b.device(a)?.link?.role)
+            // The one whose client has the lower id.
+            #expect((kept.role == .client) == (a.id < b.id))
+        }
+    }
+
     @Test func anUnknownKeyGetsNothingWhileNotDiscoverable() throws {
         try TwoDevices.run { devices in
             let (a, b) = (devices.a!, devices.b!)
@@ -97,6 +116,38 @@ import Testing
             // b dialed a's address: a's object stays, waiting to reconnect; a's transient object for b goes.
             #expect(b.device(a) != nil)
             #expect(a.device(b) == nil)
+        }
+    }
+
+    @Test func aDeviceThatBrokeTheProtocolWaitsLongerEachTimeBeforeItLinksAgain() throws {
+        try TwoDevices.run { devices in
+            let (a, b) = (devices.a!, devices.b!)
+            #expect(devices.meet())
+            for side in [a, b] {
+                let other = side === a ? b : a
+                side.device(other)?.paired = true
+                side.device(other)?.link?.isPaired = true
+            }
+            var wait = a.links.firstBackOffMicroseconds
+            for offence in 1...3 {
+                let link = try #require(a.device(b)?.link)
+                a.links.misbehaved(link, "\(link.address) broke the protocol in the test: disconnected")
+                #expect(devices.spin { b.device(a)?.reachable == false && a.device(b)?.reachable == false })
+                // a neither takes b's connections nor dials b until the back-off ends.
+                #expect(a.links.deadlines.contains(devices.scheduler.monotonic + wait), "offence \(offence)")
+                a.links.reconnect(now: devices.scheduler.monotonic)
+                #expect(a.links.links.isEmpty)
+                b.links.dial(a.address)
+                #expect(devices.spin { b.links.links.isEmpty })
+                #expect(a.device(b)?.reachable == false)
+                devices.scheduler.advance(byMilliseconds: wait / 1000 - 1)
+                b.links.dial(a.address)
+                #expect(devices.spin { b.links.links.isEmpty }, "offence \(offence): let in before its wait ended")
+                devices.scheduler.advance(byMilliseconds: 1)
+                b.links.dial(a.address)
+                #expect(devices.spin { a.device(b)?.reachable == true && b.device(a)?.reachable == true }, "offence \(offence)")
+                wait *= 2
+            }
         }
     }
 

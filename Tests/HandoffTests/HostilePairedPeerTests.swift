@@ -8,12 +8,14 @@ import TypedValues
 
 /// A paired device turned hostile: it speaks the frame format with a paired
 /// device's own key (B's, taken after B's daemon stopped), sends the frames
-/// it is given (hex, one argument each, `-` for none) after the hellos, and
-/// answers the first fetch it receives with the frame of its last argument.
+/// it is given (hex, one argument each, `-` for none) after the hellos,
+/// answers the first fetch it receives with the frame of its sixth argument,
+/// and sends the frame of its seventh (when given) once a fetch reply arrives.
 /// Lines: `HELLO`, `FRAME <kind>` for each frame the daemon sends, `CLOSED`.
 let pairedPeerScript = #"""
 import socket, ssl, struct, sys
 port, cert, key, hello, sends, reply = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
+after_reply = sys.argv[7] if len(sys.argv) > 7 else "-"
 context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 context.check_hostname = False
 context.verify_mode = ssl.CERT_NONE
@@ -46,6 +48,9 @@ try:
         if kind == 5 and reply != "-" and not answered:
             answered = True
             tls.sendall(bytes.fromhex(reply))
+        if kind == 6 and after_reply != "-":
+            tls.sendall(bytes.fromhex(after_reply))
+            after_reply = "-"
 except (ConnectionResetError, ssl.SSLError, OSError):
     pass
 print("CLOSED", flush=True)
@@ -59,9 +64,13 @@ struct HostilePairedPeerTests {
         FrameCodec.encode(frame).map { String(format: "%02x", $0) }.joined()
     }
 
-    /// A and B paired, then B's daemon stopped: its key is what the hostile peer presents to A.
-    func pairedThenTakeB() throws -> (TwoStacks, onA: String) {
-        let stacks = try TwoStacks(appsA: Self.apps, appsB: Self.apps)
+    /// A and B paired, then B's daemon stopped: its key is what the hostile
+    /// peer presents to A. A device that broke the protocol waits
+    /// `backOffSeconds` before it may connect again (none: the tests that
+    /// connect again after one need not wait).
+    func pairedThenTakeB(backOffSeconds: Int = 0) throws -> (TwoStacks, onA: String) {
+        let stacks = try TwoStacks(appsA: Self.apps, appsB: Self.apps,
+                                   handoffEnvironment: ["USERACTIVITY_HANDOFF_BACKOFF_SECONDS": "\(backOffSeconds)"])
         let (onA, _) = try stacks.pair()
         stacks.b.killHandoffd()
         #expect(stacks.a.waitForDevice(onA, "Reachable", { $0 == .boolean(false) }), "\(stacks.logs)")
@@ -69,14 +78,16 @@ struct HostilePairedPeerTests {
     }
 
     /// Runs the hostile peer against A until it ends or `until` says enough; its lines.
-    func runPeer(_ stacks: TwoStacks, sends: [Frame], reply: Frame? = nil, until: (String) -> Bool = { $0 == "CLOSED" }) throws -> [String] {
+    func runPeer(_ stacks: TwoStacks, sends: [Frame], reply: Frame? = nil, afterReply: Frame? = nil,
+                 until: (String) -> Bool = { $0 == "CLOSED" }) throws -> [String] {
         let root = stacks.b.session.root
         let script = root + "/paired-peer.py"
         try writeFileAtomically(script, contents: pairedPeerScript, mode: 0o755)
         let state = stacks.b.session.stateHome + "/useractivity/handoff/"
         let hello = Frame(.hello, ["name": .string("Stack B"), "version": .uint32(1), "port": .uint32(0)])
         let process = try stacks.b.bus.spawn("/usr/bin/python3", [script, "\(stacks.a.port)", state + "certificate.pem", state + "key.pem", hex(hello),
-                                                                 sends.isEmpty ? "-" : sends.map(hex).joined(separator: ","), reply.map(hex) ?? "-"])
+                                                                 sends.isEmpty ? "-" : sends.map(hex).joined(separator: ","), reply.map(hex) ?? "-",
+                                                                 afterReply.map(hex) ?? "-"])
         defer { process.terminate(grace: 0.5) }
         var lines: [String] = []
         while let line = try process.readLine(timeout: 30) {
@@ -99,7 +110,7 @@ struct HostilePairedPeerTests {
         let pid = stacks.a.handoffd?.pid
         // `continued` naming something that is no object path element, then a live activity never fetched.
         for bad in ["1/../x", "1 2", id] {
-            let lines = try runPeer(stacks, sends: [Frame(.continued, ["id": .string(bad), "app-id": .string(UA.editor)])])
+            let lines = try runPeer(stacks, sends: [Frame(.continued, ["handoff": .string(bad), "app-id": .string(UA.editor)])])
             #expect(lines.last == "CLOSED", "\(lines)")
             expectAStillServes(stacks, pid, "continued \(bad)")
         }
@@ -111,6 +122,39 @@ struct HostilePairedPeerTests {
             #expect(lines.contains("FRAME \(FrameKind.fetchReply.rawValue)"), "\(lines)\n\(stacks.logs)")
             expectAStillServes(stacks, pid, "fetch with timeout-ms \(timeout)")
         }
+    }
+
+    /// A device can report only the fetch it made, by the random handoff id
+    /// the reply gave it: the activity's own id (its object path's last
+    /// element, which the advert shows) is not enough, even right after fetching it.
+    @Test func aContinuedFrameNamesTheFetchNotTheActivity() throws {
+        let (stacks, _) = try pairedThenTakeB()
+        let activity = try stacks.a.becomeCurrent(app: UA.editor, type: UA.editType, [("title", .string("Quarterly report"))])
+        let id = String(activity.split(separator: "/").last ?? "")
+        let pid = stacks.a.handoffd?.pid
+        let refusal = "a continued frame for an activity it did not fetch"
+        for (index, naming) in [["id": TypedValue.string(id)], ["handoff": .string(id)]].enumerated() {
+            let lines = try runPeer(stacks, sends: [Frame(.fetch, ["request": .uint32(1), "id": .string(id), "timeout-ms": .uint32(5000)])],
+                                    afterReply: Frame(.continued, naming.merging(["app-id": .string(UA.editor)]) { $1 }))
+            #expect(lines.contains("FRAME \(FrameKind.fetchReply.rawValue)"), "\(lines)\n\(stacks.logs)")
+            // Refused as a report of nothing fetched (not merely dropped later for silence).
+            #expect(waitUntil(timeout: 30) { stacks.a.handoffLog.components(separatedBy: refusal).count - 1 == index + 1 },
+                    "\(naming): \(lines)\n\(stacks.logs)")
+            expectAStillServes(stacks, pid, "continued naming \(naming)")
+        }
+    }
+
+    /// A paired device that broke the protocol is not let in again at once:
+    /// it waits (here 60 s, 10 s by default), and longer at each offence.
+    @Test func aDeviceThatBrokeTheProtocolIsRefusedWhenItComesStraightBack() throws {
+        let (stacks, _) = try pairedThenTakeB(backOffSeconds: 60)
+        let pid = stacks.a.handoffd?.pid
+        let first = try runPeer(stacks, sends: [Frame(.continued, ["handoff": .string("never fetched"), "app-id": .string(UA.editor)])])
+        #expect(first.first == "HELLO" && first.last == "CLOSED", "\(first)")
+        #expect(stacks.a.logEventually(contains: "a continued frame for an activity it did not fetch"), "\(stacks.logs)")
+        let again = try runPeer(stacks, sends: [])
+        #expect(!again.contains("HELLO") && again.last == "CLOSED", "let in again at once: \(again)\n\(stacks.logs)")
+        expectAStillServes(stacks, pid, "a device that broke the protocol coming back")
     }
 
     /// The person presses Continue on A for the hostile device's advert; it answers the fetch with `reply`.
@@ -141,7 +185,7 @@ struct HostilePairedPeerTests {
     @Test func aFetchedActivityLibdbusWouldRefuseIsHandoffFailedAndDropsTheLink() throws {
         for bad: TypedValue in [.objectPath("not a path"), .unixFD(0), .array(elementType: "s", [.uint32(1)])] {
             let (outcome, stacks) = try continueAgainst { request in
-                Frame(.fetchReply, ["request": .uint32(request), "activity-type": .string(UA.editType), "properties": .dictionary(keyType: "s", valueType: "v", [
+                Frame(.fetchReply, ["request": .uint32(request), "handoff": .string("h1"), "activity-type": .string(UA.editType), "properties": .dictionary(keyType: "s", valueType: "v", [
                     .init(key: .string("title"), value: .variant(.string("Quarterly report"))),
                     .init(key: .string("user-info"), value: .variant(.dictionary(keyType: "s", valueType: "v", [.init(key: .string("x"), value: .variant(bad))]))),
                 ])])
@@ -153,7 +197,7 @@ struct HostilePairedPeerTests {
 
     @Test func whatIsContinuedIsWhatWasShown() throws {
         let (outcome, stacks) = try continueAgainst { request in
-            Frame(.fetchReply, ["request": .uint32(request), "activity-type": .string("org.example.UserActivity.open-document"),
+            Frame(.fetchReply, ["request": .uint32(request), "handoff": .string("h1"), "activity-type": .string("org.example.UserActivity.open-document"),
                                 "properties": .dictionary(keyType: "s", valueType: "v", [
                                     .init(key: .string("title"), value: .variant(.string("Quarterly report"))),
                                     .init(key: .string("user-info"), value: .variant(.dictionary(keyType: "s", valueType: "v", [

@@ -19,10 +19,12 @@ final class TwoStacks: @unchecked Sendable {
     let hostOfB: String
 
     init(appsA: [(id: String, types: [String])] = [], appsB: [(id: String, types: [String])] = [], fakeScreenSaverA: Bool = false,
-         fakeLogindA: Bool = false, keepaliveSeconds: Int = 15, placementB: Stack.Placement? = nil, veth: VethLink? = nil) throws {
+         fakeLogindA: Bool = false, keepaliveSeconds: Int = 15, placementB: Stack.Placement? = nil, veth: VethLink? = nil,
+         handoffEnvironment: [String: String] = [:]) throws {
         a = try Stack("A", apps: appsA, fakeScreenSaver: fakeScreenSaverA, fakeLogind: fakeLogindA, keepaliveSeconds: keepaliveSeconds,
-                      placement: veth?.placement(0))
-        b = try Stack("B", apps: appsB, keepaliveSeconds: keepaliveSeconds, placement: placementB ?? veth?.placement(1))
+                      placement: veth?.placement(0), extraEnvironment: handoffEnvironment)
+        b = try Stack("B", apps: appsB, keepaliveSeconds: keepaliveSeconds, placement: placementB ?? veth?.placement(1),
+                      extraEnvironment: handoffEnvironment)
         hostOfB = veth?.addresses[1] ?? "127.0.0.1"
         try a.set("DeviceName", .string("Stack A"))
         try b.set("DeviceName", .string("Stack B"))

@@ -148,8 +148,9 @@ public final class HandoffStack: @unchecked Sendable {
     private let placement: Placement?
 
     public init(_ name: String, apps: [(id: String, types: [String])] = [], fakeScreenSaver: Bool = false, fakeLogind: Bool = false,
-                keepaliveSeconds: Int = 15, placement: Placement? = nil) throws {
+                keepaliveSeconds: Int = 15, placement: Placement? = nil, extraEnvironment: [String: String] = [:]) throws {
         self.name = name
+        self.extraEnvironment = extraEnvironment
         self.placement = placement
         self.keepaliveSeconds = keepaliveSeconds
         systemBus = fakeLogind ? try PrivateBus() : nil
