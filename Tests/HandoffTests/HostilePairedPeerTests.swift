@@ -6,51 +6,6 @@ import TestSupport
 import Testing
 import TypedValues
 
-/// A paired device turned hostile: it speaks the frame format with a paired
-/// device's own key (B's, taken after B's daemon stopped), sends the frames
-/// it is given (hex, one argument each, `-` for none) after the hellos, and
-/// answers the first fetch it receives with the frame of its last argument.
-/// Lines: `HELLO`, `FRAME <kind>` for each frame the daemon sends, `CLOSED`.
-let pairedPeerScript = #"""
-import socket, ssl, struct, sys
-port, cert, key, hello, sends, reply = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
-context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-context.check_hostname = False
-context.verify_mode = ssl.CERT_NONE
-context.minimum_version = ssl.TLSVersion.TLSv1_3
-context.load_cert_chain(cert, key)
-raw = socket.create_connection(("127.0.0.1", port), timeout=60)
-try:
-    tls = context.wrap_socket(raw)
-    def read_exact(n):
-        data = b""
-        while len(data) < n:
-            chunk = tls.recv(n - len(data))
-            if not chunk:
-                raise ConnectionResetError("eof")
-            data += chunk
-        return data
-    def read_frame():
-        length = struct.unpack(">I", read_exact(4))[0]
-        return read_exact(length)
-    read_frame()
-    print("HELLO", flush=True)
-    tls.sendall(bytes.fromhex(hello))
-    if sends != "-":
-        for part in sends.split(","):
-            tls.sendall(bytes.fromhex(part))
-    answered = False
-    while True:
-        kind = read_frame()[0]
-        print("FRAME %d" % kind, flush=True)
-        if kind == 5 and reply != "-" and not answered:
-            answered = True
-            tls.sendall(bytes.fromhex(reply))
-except (ConnectionResetError, ssl.SSLError, OSError):
-    pass
-print("CLOSED", flush=True)
-"""#
-
 @Suite("Handoff against a paired device turned hostile", .serialized)
 struct HostilePairedPeerTests {
     static let apps: [(id: String, types: [String])] = [(UA.editor, [UA.editType])]
@@ -68,14 +23,12 @@ struct HostilePairedPeerTests {
         return (stacks, onA)
     }
 
-    /// Runs the hostile peer against A until it ends or `until` says enough; its lines.
+    /// Runs the hostile peer (`Peers/paired_peer.py`: B's key, taken after B's
+    /// daemon stopped; it sends `sends` after the hellos and answers the first
+    /// fetch with `reply`) against A until it ends or `until` says enough; its lines.
     func runPeer(_ stacks: TwoStacks, sends: [Frame], reply: Frame? = nil, until: (String) -> Bool = { $0 == "CLOSED" }) throws -> [String] {
-        let root = stacks.b.session.root
-        let script = root + "/paired-peer.py"
-        try writeFileAtomically(script, contents: pairedPeerScript, mode: 0o755)
-        let state = stacks.b.session.stateHome + "/useractivity/handoff/"
         let hello = Frame(.hello, ["name": .string("Stack B"), "version": .uint32(1), "port": .uint32(0)])
-        let process = try stacks.b.bus.spawn("/usr/bin/python3", [script, "\(stacks.a.port)", state + "certificate.pem", state + "key.pem", hex(hello),
+        let process = try stacks.b.bus.spawn("/usr/bin/python3", [PeerScripts.path("paired_peer.py"), "\(stacks.a.port)", PeerScripts.identity(of: stacks.b), hex(hello),
                                                                  sends.isEmpty ? "-" : sends.map(hex).joined(separator: ","), reply.map(hex) ?? "-"])
         defer { process.terminate(grace: 0.5) }
         var lines: [String] = []
