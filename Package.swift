@@ -138,8 +138,8 @@ let package = Package(
         .testTarget(name: "DiscoveryTests", dependencies: ["TestSupport", "HandoffDiscovery", "TypedValues", "DBusKit"]),
         .testTarget(name: "HardeningTests", dependencies: ["TestSupport", "DBusKit", "TypedValues", "UserActivityCore", "UserActivityService", "UserActivityInterfaces", "GLibSupport", "ActivityStore", "UserActivity", "FuzzGenerators"]),
         .testTarget(name: "HandoffCoreTests", dependencies: ["HandoffCore", "TypedValues"]),
-        // Peers/ holds the Python TLS peers the tests run (not compiled, read from the checkout).
-        .testTarget(name: "HandoffTests", dependencies: ["TestSupport", "DBusKit", "TypedValues", "HandoffCore"], exclude: ["Peers"]),
+        // Peers/ (the Python TLS peers) and FuzzCorpus/ are read from the checkout.
+        .testTarget(name: "HandoffTests", dependencies: ["TestSupport", "DBusKit", "TypedValues", "HandoffCore", "FuzzGenerators"], exclude: ["Peers", "FuzzCorpus"]),
         // The browser host: protocol property tests, coalescing on a ManualScheduler, the built host on a private bus.
         .testTarget(name: "BrowserHostTests", dependencies: ["BrowserHost", "BrowserHostProtocol", "GLibSupport", "SchedulerTestSupport", "TestSupport", "DBusKit", "TypedValues"]),
     ],
