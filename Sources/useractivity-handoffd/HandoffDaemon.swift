@@ -440,6 +440,8 @@ final class HandoffDaemon {
     }
 
     private func receivedHello(_ frame: Frame, on link: PeerLink) {
+        // The name becomes a D-Bus property, where a NUL would make every device unreadable.
+        if frame.string("name")?.utf8.contains(0) == true { return protocolError(link, "a hello whose name holds a NUL byte") }
         if link.helloReceived {
             // A later hello on an established link: the device was renamed.
             guard let device = devices[link.peerDeviceID], device.link === link, let name = frame.string("name") else { return }

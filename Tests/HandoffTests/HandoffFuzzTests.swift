@@ -10,7 +10,8 @@ import TypedValues
 /// on a private bus and XDG dirs) paired with several devices whose daemons
 /// are then stopped; their keys connect to A again, one input per link,
 /// sending mutations of the committed corpus (`FuzzCorpus/`). After each
-/// input A must still run, answer on D-Bus and serve a fresh paired link;
+/// input A must still run, answer on D-Bus (its properties and every device
+/// object) and serve a fresh paired link;
 /// an input after which it does not is saved as a reproducer.
 ///
 /// `HANDOFF_FUZZ=1` runs it (scripts/test.sh does, briefly); the knobs:
@@ -228,7 +229,7 @@ final class HandoffFuzzer {
         defer { report.log.append(String(format: "%d %.2f ", report.inputs, Date().timeIntervalSince(started)) + outcome + " " + mutations.joined(separator: ",")) }
         for mutation in mutations { report.mutations[mutation, default: 0] += 1 }
         for chunk in sequence.sends + sequence.replies where chunk.count > 4 {
-            report.kinds[FrameKind(rawValue: chunk[4]).map { "\($0)" } ?? "unknown \(chunk[4])", default: 0] += 1
+            report.kinds[FrameKind(rawValue: chunk[4]).map { "\($0)" } ?? "an unknown kind", default: 0] += 1
         }
         let pid = stacks.a.handoffd?.pid
         func hex(_ chunks: [[UInt8]]) -> String { chunks.isEmpty ? "-" : chunks.map(Hex.encode).joined(separator: ",") }
@@ -293,8 +294,10 @@ final class HandoffFuzzer {
         }
         do {
             _ = try stacks.a.call(HO.busName, HO.managerPath, "org.freedesktop.DBus.Properties", "GetAll", [.string(HO.manager)], timeout: 20_000)
+            // Every device object, the fuzzed ones too, must stay readable: one value D-Bus cannot carry would fail them all.
+            _ = try stacks.a.call(HO.busName, HO.managerPath, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects", timeout: 20_000)
         } catch {
-            return "handoffd did not answer Properties.GetAll in 20 s: \(error)"
+            return "handoffd did not answer Properties.GetAll and GetManagedObjects in 20 s: \(error)"
         }
         // A fresh link, first from another identity (the one that misbehaved may be held back for a while).
         let order = identities.filter { $0 != identity } + [identity]
@@ -315,6 +318,10 @@ final class HandoffFuzzer {
     }
 
     private func record(_ problem: String, _ sequence: FuzzSequence, _ mutations: [String], into report: inout Report) throws {
+        // A problem that stays (a state the daemon kept) is saved once, then only counted.
+        let kind = String(problem.prefix(60))
+        report.outcomes["failed: " + kind, default: 0] += 1
+        if report.outcomes["failed: " + kind, default: 0] > 1 && stacks.a.handoffd?.isRunning == true { return }
         let name = "reproducer-\(report.failures.count + 1).frames"
         let log = stacks.a.handoffLog.suffix(6000)
         try writeFileAtomically(artifacts + "/" + name, contents: sequence.text(comment: "\(problem)\nmutations: \(mutations.joined(separator: " "))\n"

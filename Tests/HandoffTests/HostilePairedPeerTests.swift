@@ -66,6 +66,23 @@ struct HostilePairedPeerTests {
         }
     }
 
+    @Test func aNULInAnAdvertOrADeviceNameDropsTheLinkAndEveryDeviceStaysReadable() throws {
+        let (stacks, onA) = try pairedThenTakeB()
+        let pid = stacks.a.handoffd?.pid
+        let advert = AdvertDecision.frame(for: LocalActivity(id: "7", activityType: UA.editType, appID: UA.editor, title: "Quarterly\0report",
+                                                             webpageURL: "", timestamp: 1, eligibleForHandoff: true))
+        let rename = Frame(.hello, ["name": .string("Stack\0B"), "version": .uint32(1), "port": .uint32(0)])
+        for frame in [advert, rename] {
+            let lines = try runPeer(stacks, sends: [frame])
+            #expect(lines.last == "CLOSED", "\(lines)\n\(stacks.logs)")
+            expectAStillServes(stacks, pid, "a NUL in a \(frame.kind) frame")
+            // A NUL shown in one device's properties would make them, and GetManagedObjects, fail for everyone.
+            #expect((try? stacks.a.devicePaths())?.contains(onA) == true, "\(stacks.logs)")
+            #expect((try? stacks.a.deviceProperties(onA))?["Name"] == .string("Stack B"))
+        }
+        #expect(stacks.a.logEventually(contains: "a hello whose name holds a NUL byte"), "\(stacks.logs)")
+    }
+
     /// The person presses Continue on A for the hostile device's advert; it answers the fetch with `reply`.
     func continueAgainst(reply: (UInt32) -> Frame) throws -> (outcome: String, stacks: TwoStacks) {
         let (stacks, onA) = try pairedThenTakeB()
