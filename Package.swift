@@ -70,12 +70,12 @@ let package = Package(
         // Handoff between devices, plain Swift: frames, pairing code and
         // rules, pinned devices, what may be advertised. No GLib, no network,
         // no SQLite; SHA-256 comes from GnuTLS, which handoffd links anyway.
-        .target(name: "HandoffCore", dependencies: ["TypedValues", "CGnuTLS"]),
+        .target(name: "HandoffCore", dependencies: ["TypedValues", "UserActivityCore", "CGnuTLS"]),
         // The network-facing daemon: GIO TLS sockets on the GLib loop, GnuTLS
         // for its key, D-Bus objects of org.example.UserActivity.Handoff,
         // Avahi (HandoffDiscovery) to find and be found. The one exception to
         // "C only through the wrappers": its network files (GIO.swift,
-        // PeerLink.swift, the listener in HandoffDaemon.swift, the stream
+        // PeerLink.swift, the listener in PeerLinks.swift, the stream
         // relay's fd watch) call GIO's socket and TLS API directly, which no
         // other module uses, so a wrapper in GLibSupport would be a second
         // copy of that API for one caller. Everything else here imports the
@@ -137,9 +137,14 @@ let package = Package(
         .testTarget(name: "SandboxTests", dependencies: ["TestSupport"]),
         .testTarget(name: "DiscoveryTests", dependencies: ["TestSupport", "HandoffDiscovery", "TypedValues", "DBusKit"]),
         .testTarget(name: "HardeningTests", dependencies: ["TestSupport", "DBusKit", "TypedValues", "UserActivityCore", "UserActivityService", "UserActivityInterfaces", "GLibSupport", "ActivityStore", "UserActivity", "FuzzGenerators"]),
-        .testTarget(name: "HandoffCoreTests", dependencies: ["HandoffCore", "TypedValues"]),
+        .testTarget(name: "HandoffCoreTests", dependencies: ["HandoffCore", "TypedValues", "UserActivityCore"]),
         // Peers/ (the Python TLS peers) and FuzzCorpus/ are read from the checkout.
         .testTarget(name: "HandoffTests", dependencies: ["TestSupport", "DBusKit", "TypedValues", "HandoffCore", "FuzzGenerators"], exclude: ["Peers", "FuzzCorpus"]),
+        // handoffd's parts (Pairing, PeerLinks) in the test process, linked over 127.0.0.1, on a ManualScheduler.
+        .testTarget(name: "HandoffDaemonTests", dependencies: [
+            "useractivity-handoffd", "HandoffCore", "DBusKit", "GLibSupport", "TypedValues", "UserActivityInterfaces",
+            "TestSupport", "SchedulerTestSupport", .product(name: "Logging", package: "swift-log"),
+        ]),
         // The browser host: protocol property tests, coalescing on a ManualScheduler, the built host on a private bus.
         .testTarget(name: "BrowserHostTests", dependencies: ["BrowserHost", "BrowserHostProtocol", "GLibSupport", "SchedulerTestSupport", "TestSupport", "DBusKit", "TypedValues"]),
     ],

@@ -158,17 +158,13 @@ final class EitherLockMonitor: SessionLockMonitor {
 /// connection); anything else, or a change the copies cannot follow, falls
 /// back to reading the properties again.
 final class ActivitySource {
-    /// The Activity properties an advert is made of; the rest (user info, up to
-    /// 64 KiB each) is not kept.
-    static let advertFields: Set<String> = ["ActivityType", "AppId", "Title", "WebpageURL", "EligibleForHandoff"]
-
     private let bus: Connection
     private let log: Logger
     private let changed: () -> Void
     /// The advert's timestamp is when the activity became current, on the wall clock.
     private let scheduler: Scheduler
     let lock: SessionLockMonitor
-    private(set) var current: LocalActivity?
+    private(set) var current: Advert?
     private(set) var conditions = AdvertConditions()
     private var currentPath = "/"
     private var currentSince: Int64 = 0
@@ -177,7 +173,7 @@ final class ActivitySource {
     private var serviceOwner = ""
     /// The manager's properties; nil until read from this service instance.
     private var manager: [String: TypedValue]?
-    /// ``advertFields`` of each live activity, by object path.
+    /// ``Advert/propertyNames`` of each live activity, by object path.
     private var activities: [String: [String: TypedValue]] = [:]
 
     init(bus: Connection, log: Logger, scheduler: Scheduler, lock: SessionLockMonitor? = nil, changed: @escaping () -> Void) {
@@ -228,7 +224,7 @@ final class ActivitySource {
 
     private static func advertPart(of properties: [(String, TypedValue)]) -> [String: TypedValue] {
         var kept: [String: TypedValue] = [:]
-        for (name, value) in properties where advertFields.contains(name) { kept[name] = value }
+        for (name, value) in properties where Advert.propertyNames.contains(name) { kept[name] = value }
         return kept
     }
 
@@ -265,7 +261,7 @@ final class ActivitySource {
             } else if path.hasPrefix(Interfaces.activityPathPrefix) {
                 let changes = fromService ? Self.changes(in: message) : nil
                 if let changes, var known = activities[path] {
-                    for (name, value) in changes where Self.advertFields.contains(name) { known[name] = value }
+                    for (name, value) in changes where Advert.propertyNames.contains(name) { known[name] = value }
                     activities[path] = known
                     if path == currentPath, let manager { follow(manager) }
                 } else if path == currentPath {
@@ -349,18 +345,7 @@ final class ActivitySource {
         conditions = next
         if path != currentPath { currentSince = scheduler.now }
         currentPath = path
-        if path == "/" || properties.isEmpty {
-            current = nil
-        } else {
-            var eligible = true
-            if case .boolean(let value)? = properties["EligibleForHandoff"] { eligible = value }
-            current = LocalActivity(id: String(path.split(separator: "/").last ?? ""),
-                                    activityType: properties["ActivityType"]?.stringValue ?? "",
-                                    appID: properties["AppId"]?.stringValue ?? "",
-                                    title: properties["Title"]?.stringValue ?? "",
-                                    webpageURL: properties["WebpageURL"]?.stringValue ?? "",
-                                    timestamp: currentSince, eligibleForHandoff: eligible)
-        }
+        current = path == "/" || properties.isEmpty ? nil : Advert(activityPath: path, properties: properties, since: currentSince)
         changed()
     }
 

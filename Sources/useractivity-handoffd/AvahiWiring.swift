@@ -6,7 +6,7 @@ import Logging
 
 /// Plugs ``AvahiDiscovery`` into the daemon: publishes what
 /// ``HandoffDaemon/republish()`` asks for, and hands every resolved
-/// `_useractivity._tcp` instance to ``HandoffDaemon/peerFound(_:)``.
+/// `_useractivity._tcp` instance to ``PeerLinks/peerFound(_:)``.
 ///
 /// AvahiDiscovery owns the `name` TXT entry (it adds it only while
 /// discoverable), so the name is passed through ``AvahiDiscovery/setDiscoverable(_:name:)``
@@ -78,13 +78,13 @@ final class AvahiPublisher: DiscoveryPublisher {
     }
 
     private func consider(_ found: DiscoveryDecision.Found) {
-        guard let daemon, let id = found.deviceID, daemon.state.enabled, daemon.service != nil else { return }
+        guard let daemon, let id = found.deviceID, daemon.state.enabled, daemon.links.isListening else { return }
         if found.isDiscoverable {
-            daemon.peerFound(found)
+            daemon.links.peerFound(found)
         } else {
             daemon.discoveredDeviceLeft(id)
             // Paired devices are dialed whether or not they are discoverable.
-            daemon.peerFound(found)
+            daemon.links.peerFound(found)
         }
     }
 
@@ -99,7 +99,7 @@ extension HandoffDaemon {
     /// Starts DNS-SD through Avahi on the system bus; without it the daemon
     /// goes on with AddPeer alone (AvahiPublisher logs why, once).
     func startDiscovery(systemBusAddress: String) {
-        discovery = AvahiPublisher(daemon: self, loop: loop, log: log, systemBusAddress: systemBusAddress)
+        discovery = AvahiPublisher(daemon: self, loop: context.loop, log: log, systemBusAddress: systemBusAddress)
         republish()
     }
 
@@ -110,12 +110,12 @@ extension HandoffDaemon {
     /// that dialed this device while this device is discoverable (it may
     /// pair with it: the person started pairing there).
     func discoveredDeviceLeft(_ id: String) {
-        guard let device = devices[id], !device.paired, !device.tellUnpair, state.devices[id] == nil,
-              pairing.current?.peer != id, device.pairCompletion == nil,
-              device.link == nil || device.link?.role == .client || !discoverable
+        guard let device = context.devices[id], !device.paired, !device.tellUnpair, state.devices[id] == nil,
+              pairing.peer != id, device.pairCompletion == nil,
+              device.link == nil || device.link?.role == .client || !context.discoverable
         else { return }
-        devices[id] = nil
-        emitInterfacesRemoved(device)
+        context.devices[id] = nil
+        context.emitInterfacesRemoved(device)
         device.link?.close(reason: "\(device.name) is no longer discoverable")
         device.link = nil
     }

@@ -11,33 +11,23 @@ import UserActivityInterfaces
 
 /// The D-Bus side of the daemon: routing, properties, signals. Glue only.
 extension HandoffDaemon {
-    func reply(_ call: Message, _ values: [TypedValue] = []) {
-        guard call.expectsReply else { return }
-        if let message = try? Message.methodReturn(to: call, values) { bus.send(message) }
-    }
-
-    func reply(_ call: Message, error: HandoffError) {
-        guard call.expectsReply else { return }
-        bus.send(Message.error(to: call, name: error.name, message: error.message))
-    }
-
     /// Every message passes here first (the service's and the notification server's signals).
     func filter(_ message: Message) -> Bool {
         if message.kind == .signal, message.interface == "org.freedesktop.DBus.Local", message.member == "Disconnected" {
             // The session is ending: nobody is left to serve, and the other devices must see this one go.
             log.notice("the session bus went away; stopping")
-            for link in links { link.close(reason: "this device lost its session bus") }
-            loop.quit()
+            for link in links.links { link.close(reason: "this device lost its session bus") }
+            context.loop.quit()
             return false
         }
         if message.kind == .signal, message.member == "NameOwnerChanged", message.sender == "org.freedesktop.DBus",
            let arguments = try? message.arguments(),
            arguments.count == 3, let name = arguments[0].stringValue, name.hasPrefix(":"), arguments[2].stringValue == "" {
-            confinedCallers[name] = nil
-            if agent?.sender == name { agent = nil }
+            context.confinedCallers[name] = nil
+            pairing.nameLeft(name)
         }
-        if activitySource?.handle(message) == true { return true }
-        if notifier?.handle(message) == true { return true }
+        if context.activitySource?.handle(message) == true { return true }
+        if context.notifier?.handle(message) == true { return true }
         return false
     }
 
@@ -45,16 +35,16 @@ extension HandoffDaemon {
     /// (UserActivityCore's ProcessIdentityProbe: /.flatpak-info in its root,
     /// a snap cgroup; a process that cannot be inspected fails closed).
     func isConfined(_ sender: String) -> Bool {
-        if let known = confinedCallers[sender] { return known }
+        if let known = context.confinedCallers[sender] { return known }
         let connectedAt = ProcessIdentityProbe.ticksSinceBoot()
         var confined = true
-        if let pid = try? bus.callBus("GetConnectionUnixProcessID", [.string(sender)]).first?.uint32Value {
+        if let pid = try? context.bus.callBus("GetConnectionUnixProcessID", [.string(sender)]).first?.uint32Value {
             let probe = ProcessIdentityProbe(loadKeyFile: { path -> (any KeyFileReading)? in GLibKeyFile.load(path: path) })
-            let identity = probe.identify(pid: pid, catalog: catalog, connectedAtTicks: connectedAt)
+            let identity = probe.identify(pid: pid, catalog: context.catalog, connectedAtTicks: connectedAt)
             confined = identity.isConfined
             if confined { log.info("confined caller \(sender): \(identity.source)") }
         }
-        confinedCallers[sender] = confined
+        context.confinedCallers[sender] = confined
         return confined
     }
 
@@ -62,34 +52,34 @@ extension HandoffDaemon {
         guard message.kind == .methodCall, let path = message.path, let member = message.member else { return false }
         let interface = message.interface ?? ""
         if interface == "org.freedesktop.DBus.Peer" { return false }
-        if routeRelay(message) { return true }
+        if exchange.routeRelay(message) { return true }
         let device: DeviceObject?
         if path == HandoffInterfaces.managerPath {
             device = nil
-        } else if path.hasPrefix(HandoffInterfaces.devicePathPrefix), let found = devices[String(path.dropFirst(HandoffInterfaces.devicePathPrefix.count))] {
+        } else if path.hasPrefix(HandoffInterfaces.devicePathPrefix), let found = context.devices[String(path.dropFirst(HandoffInterfaces.devicePathPrefix.count))] {
             device = found
         } else {
             if interface == "org.freedesktop.DBus.Introspectable" && member == "Introspect" && path == String(HandoffInterfaces.devicePathPrefix.dropLast()) {
-                reply(message, [.string(StandardInterfacesXML.doctype + "<node>\n" + devices.keys.sorted().map { "  <node name=\"\($0)\"/>\n" }.joined() + "</node>\n")])
+                context.reply(message, [.string(StandardInterfacesXML.doctype + "<node>\n" + context.devices.keys.sorted().map { "  <node name=\"\($0)\"/>\n" }.joined() + "</node>\n")])
                 return true
             }
-            bus.send(Message.error(to: message, name: "org.freedesktop.DBus.Error.UnknownObject", message: "no object at \(path)"))
+            context.bus.send(Message.error(to: message, name: "org.freedesktop.DBus.Error.UnknownObject", message: "no object at \(path)"))
             return true
         }
         if interface == "org.freedesktop.DBus.Introspectable" {
             let children = device == nil ? ["device"] : []
-            reply(message, [.string(HandoffInterfaces.servedXML(for: path, children: children))])
+            context.reply(message, [.string(HandoffInterfaces.servedXML(for: path, children: children))])
             return true
         }
         guard let sender = message.sender, !isConfined(sender) else {
-            reply(message, error: HandoffError("AccessDenied", "only unconfined callers (the shell, settings, the CLI) may use Handoff"))
+            context.reply(message, error: HandoffError("AccessDenied", "only unconfined callers (the shell, settings, the CLI) may use Handoff"))
             return true
         }
         let arguments = (try? message.arguments()) ?? []
         let description = device == nil ? HandoffInterfaces.manager : HandoffInterfaces.device
         if interface == description.name || interface.isEmpty, let method = description.method(member) {
             guard message.signature == method.inputSignature else {
-                bus.send(Message.error(to: message, name: "org.freedesktop.DBus.Error.InvalidArgs",
+                context.bus.send(Message.error(to: message, name: "org.freedesktop.DBus.Error.InvalidArgs",
                                        message: "\(member) takes (\(method.inputSignature)), not (\(message.signature))"))
                 return true
             }
@@ -106,32 +96,32 @@ extension HandoffDaemon {
         switch (interface, member) {
         case ("org.freedesktop.DBus.Properties", "Get"):
             guard let name = arguments.dropFirst().first?.stringValue, let value = properties(of: device).first(where: { $0.0 == name })?.1 else {
-                reply(message, error: HandoffError("org.freedesktop.DBus.Error.UnknownProperty", "no such property"))
+                context.reply(message, error: HandoffError("org.freedesktop.DBus.Error.UnknownProperty", "no such property"))
                 return true
             }
-            reply(message, [.variant(value)])
+            context.reply(message, [.variant(value)])
         case ("org.freedesktop.DBus.Properties", "GetAll"):
-            reply(message, [.stringVariantDictionary(properties(of: device))])
+            context.reply(message, [.stringVariantDictionary(properties(of: device))])
         case ("org.freedesktop.DBus.Properties", "Set"):
             guard device == nil, arguments.count == 3, let name = arguments[1].stringValue, case .variant(let value) = arguments[2] else {
-                reply(message, error: HandoffError("org.freedesktop.DBus.Error.PropertyReadOnly", "device properties are read-only"))
+                context.reply(message, error: HandoffError("org.freedesktop.DBus.Error.PropertyReadOnly", "device properties are read-only"))
                 return true
             }
             do {
                 try setManagerProperty(name, value)
-                reply(message)
+                context.reply(message)
             } catch let error as HandoffError {
-                reply(message, error: error)
+                context.reply(message, error: error)
             } catch {
-                reply(message, error: HandoffError("HandoffFailed", "\(error)"))
+                context.reply(message, error: HandoffError("HandoffFailed", "\(error)"))
             }
         case ("org.freedesktop.DBus.ObjectManager", "GetManagedObjects") where device == nil:
-            let objects: [TypedValue.DictionaryEntry] = devices.values.sorted { $0.id < $1.id }.map { device in
-                .init(key: .objectPath(device.path), value: interfacesAndProperties(device))
+            let objects: [TypedValue.DictionaryEntry] = context.devices.values.sorted { $0.id < $1.id }.map { device in
+                .init(key: .objectPath(device.path), value: device.interfacesAndProperties())
             }
-            reply(message, [.dictionary(keyType: "o", valueType: "a{sa{sv}}", objects)])
+            context.reply(message, [.dictionary(keyType: "o", valueType: "a{sa{sv}}", objects)])
         default:
-            bus.send(Message.error(to: message, name: "org.freedesktop.DBus.Error.UnknownMethod", message: "no method \(interface).\(member) at \(path)"))
+            context.bus.send(Message.error(to: message, name: "org.freedesktop.DBus.Error.UnknownMethod", message: "no method \(interface).\(member) at \(path)"))
         }
         return true
     }
@@ -139,14 +129,10 @@ extension HandoffDaemon {
     func properties(of device: DeviceObject?) -> [(String, TypedValue)] {
         if let device { return device.properties() }
         return [("Enabled", .boolean(state.enabled)), ("DeviceName", .string(state.deviceName)),
-                ("DeviceId", .string(identity?.deviceID ?? state.deviceID)), ("Discoverable", .boolean(discoverable)),
+                ("DeviceId", .string(context.identity?.deviceID ?? state.deviceID)), ("Discoverable", .boolean(context.discoverable)),
                 ("DiscoverableTimeout", .uint32(state.discoverableTimeout)), ("NotifyContinuable", .boolean(state.notifyContinuable)),
                 ("MaximumFileSize", .uint64(state.maximumFileSize)),
-                ("ListenPort", .uint16(boundPort)), ("IdentityError", .string(identityError))]
-    }
-
-    private func interfacesAndProperties(_ device: DeviceObject) -> TypedValue {
-        .dictionary(keyType: "s", valueType: "a{sv}", [.init(key: .string(HandoffInterfaces.deviceName), value: .stringVariantDictionary(device.properties()))])
+                ("ListenPort", .uint16(links.boundPort)), ("IdentityError", .string(context.identityError))]
     }
 
     private func setManagerProperty(_ name: String, _ value: TypedValue) throws {
@@ -161,33 +147,33 @@ extension HandoffDaemon {
             } else {
                 disable()
             }
-            state.enabled = on
-            save()
+            context.state.enabled = on
+            context.save()
             republish()
             emitManagerChanged(["Enabled", "DeviceId", "ListenPort", "IdentityError", "Discoverable"])
         case ("DeviceName", .string(let text)):
             guard !text.isEmpty, text.utf8.count <= 255 else { throw HandoffError("InvalidArgument", "DeviceName must be 1 to 255 bytes") }
-            state.deviceName = text
-            save()
+            context.state.deviceName = text
+            context.save()
             emitManagerChanged(["DeviceName"])
             republish()
-            for device in devices.values where device.reachable { if let link = device.link { sendHello(on: link) } }
+            for device in context.devices.values where device.reachable { if let link = device.link { links.sendHello(on: link) } }
         case ("Discoverable", .boolean(let on)):
-            discoverableWindow.set(on, now: now)
+            context.discoverableWindow.set(on, now: context.now)
             republish()
             emitManagerChanged(["Discoverable"])
         case ("DiscoverableTimeout", .uint32(let seconds)):
-            state.discoverableTimeout = seconds
-            save()
+            context.state.discoverableTimeout = seconds
+            context.save()
             emitManagerChanged(["DiscoverableTimeout"])
         case ("NotifyContinuable", .boolean(let on)):
-            state.notifyContinuable = on
-            save()
-            if !on { for device in devices.values { notifier?.withdraw(device.id) } }
+            context.state.notifyContinuable = on
+            context.save()
+            if !on { for device in context.devices.values { context.notifier?.withdraw(device.id) } }
             emitManagerChanged(["NotifyContinuable"])
         case ("MaximumFileSize", .uint64(let bytes)):
-            state.maximumFileSize = bytes
-            save()
+            context.state.maximumFileSize = bytes
+            context.save()
             emitManagerChanged(["MaximumFileSize"])
         case ("DeviceId", _), ("ListenPort", _), ("IdentityError", _):
             throw HandoffError("org.freedesktop.DBus.Error.PropertyReadOnly", "\(name) is read-only")
@@ -203,48 +189,48 @@ extension HandoffDaemon {
     private func handle(_ method: HandoffInterfaces.Manager, _ arguments: [TypedValue], _ message: Message, _ sender: String) {
         switch method {
         case .registerAgent:
-            agent = (sender, arguments[0].objectPathValue ?? "/")
-            reply(message)
+            pairing.registerAgent(sender: sender, path: arguments[0].objectPathValue ?? "/")
+            context.reply(message)
         case .unregisterAgent:
-            if agent?.sender == sender && agent?.path == arguments[0].objectPathValue { agent = nil }
-            reply(message)
+            pairing.unregisterAgent(sender: sender, path: arguments[0].objectPathValue)
+            context.reply(message)
         case .addPeer:
             let address = arguments[0].stringValue ?? ""
             guard isValidAddress(address) else {
-                return reply(message, error: HandoffError("InvalidArgument", "'\(address.prefix(100))' is not host:port"))
+                return context.reply(message, error: HandoffError("InvalidArgument", "'\(address.prefix(100))' is not host:port"))
             }
-            guard state.enabled, socketClient != nil else {
-                return reply(message, error: HandoffError("ConnectionUnavailable", "Handoff is not enabled"))
+            guard state.enabled, links.socketClient != nil else {
+                return context.reply(message, error: HandoffError("ConnectionUnavailable", "Handoff is not enabled"))
             }
-            if let known = devices.values.first(where: { $0.address == address && $0.reachable }) {
-                return reply(message, [.objectPath(known.path)])
+            if let known = context.devices.values.first(where: { $0.address == address && $0.reachable }) {
+                return context.reply(message, [.objectPath(known.path)])
             }
             if !state.pendingPeers.contains(address) {
-                state.pendingPeers.append(address)
-                save()
+                context.state.pendingPeers.append(address)
+                context.save()
             }
             // Answered when the link is up (or closed): a connect never completes synchronously.
-            guard let link = dial(address) else { return }
-            pendingAddPeer.append((link, message))
+            guard let link = links.dial(address) else { return }
+            links.pendingAddPeer.append((link, message))
         case .resetIdentity:
             disable()
-            for device in devices.values { emitInterfacesRemoved(device) }
-            devices.removeAll()
-            state.devices.removeAll()
-            state.deviceID = ""
-            identity = nil
-            directory.remove(IdentityStore.keyFile)
-            directory.remove(IdentityStore.certificateFile)
+            for device in context.devices.values { context.emitInterfacesRemoved(device) }
+            context.devices.removeAll()
+            context.state.devices.removeAll()
+            context.state.deviceID = ""
+            context.identity = nil
+            context.directory.remove(IdentityStore.keyFile)
+            context.directory.remove(IdentityStore.certificateFile)
             do {
-                let made = try IdentityStore.create(in: directory, name: state.deviceName)
-                identity = made
-                identityError = ""
-                state.deviceID = made.deviceID
-                save()
+                let made = try IdentityStore.create(in: context.directory, name: state.deviceName)
+                context.identity = made
+                context.identityError = ""
+                context.state.deviceID = made.deviceID
+                context.save()
                 if state.enabled { try enable() }
-                reply(message, [.string(made.deviceID)])
+                context.reply(message, [.string(made.deviceID)])
             } catch {
-                reply(message, error: HandoffError("HandoffFailed", "cannot make a new identity: \(error)"))
+                context.reply(message, error: HandoffError("HandoffFailed", "cannot make a new identity: \(error)"))
             }
             emitManagerChanged(["DeviceId", "IdentityError", "ListenPort"])
         }
@@ -261,32 +247,7 @@ extension HandoffDaemon {
     func emitManagerChanged(_ names: [String]) {
         let all = properties(of: nil)
         let changed = names.compactMap { name in all.first { $0.0 == name } }
-        signal(HandoffInterfaces.managerPath, "org.freedesktop.DBus.Properties", "PropertiesChanged",
-               [.string(HandoffInterfaces.managerName), .stringVariantDictionary(changed), .array(elementType: "s", [])])
-    }
-
-    func emitDeviceChanged(_ device: DeviceObject, _ properties: [HandoffInterfaces.DeviceProperty]) {
-        guard devices[device.id] === device else { return }
-        let changed = device.properties(properties)
-        signal(device.path, "org.freedesktop.DBus.Properties", "PropertiesChanged",
-               [.string(HandoffInterfaces.deviceName), .stringVariantDictionary(changed), .array(elementType: "s", [])])
-    }
-
-    func emitInterfacesAdded(_ device: DeviceObject) {
-        signal(HandoffInterfaces.managerPath, "org.freedesktop.DBus.ObjectManager", "InterfacesAdded",
-               [.objectPath(device.path), interfacesAndProperties(device)])
-    }
-
-    func emitInterfacesRemoved(_ device: DeviceObject) {
-        signal(HandoffInterfaces.managerPath, "org.freedesktop.DBus.ObjectManager", "InterfacesRemoved",
-               [.objectPath(device.path), .array(elementType: "s", [.string(HandoffInterfaces.deviceName)])])
-    }
-
-    private func signal(_ path: String, _ interface: String, _ member: String, _ arguments: [TypedValue]) {
-        do {
-            bus.send(try Message.signal(path: path, interface: interface, member: member, arguments: arguments))
-        } catch {
-            log.error("cannot build \(member): \(error)")
-        }
+        context.signal(HandoffInterfaces.managerPath, "org.freedesktop.DBus.Properties", "PropertiesChanged",
+                       [.string(HandoffInterfaces.managerName), .stringVariantDictionary(changed), .array(elementType: "s", [])])
     }
 }

@@ -30,7 +30,7 @@ final class DeviceObject {
     var currentActivity: [String: TypedValue] = [:]
     /// The device's advert, as it arrived (the one type from the origin's
     /// useractivityd to this object's CurrentActivity).
-    var remoteActivity: LocalActivity?
+    var advert: Advert?
     /// The person's Device.Pair call, answered when pairing ends.
     var pairCompletion: DeviceCompletion?
     var agentAsked = false
@@ -77,6 +77,11 @@ final class DeviceObject {
     func properties(_ which: [HandoffInterfaces.DeviceProperty] = HandoffInterfaces.DeviceProperty.allCases) -> [(String, TypedValue)] {
         which.map { ($0.name, value(of: $0)) }
     }
+
+    /// Its interface and properties, as ObjectManager gives them.
+    func interfacesAndProperties() -> TypedValue {
+        .dictionary(keyType: "s", valueType: "a{sv}", [.init(key: .string(HandoffInterfaces.deviceName), value: .stringVariantDictionary(properties()))])
+    }
 }
 
 extension HandoffDaemon {
@@ -85,11 +90,11 @@ extension HandoffDaemon {
     /// say what changed; ``finish(_:on:_:)`` replies and emits.
     func handle(_ method: HandoffInterfaces.Device, on device: DeviceObject, _ arguments: [TypedValue], completion: @escaping DeviceCompletion) {
         switch method {
-        case .pair:             device.paired ? completion(.success(DeviceChanges())) : startPairing(device, completion: completion)
-        case .cancelPairing:    cancelPairing(with: device); completion(.success(DeviceChanges()))
-        case .unpair:           completion(device.paired ? .success(DeviceChanges(changed: unpair(device)))
+        case .pair:             device.paired ? completion(.success(DeviceChanges())) : pairing.start(device, completion: completion)
+        case .cancelPairing:    pairing.cancel(with: device); completion(.success(DeviceChanges()))
+        case .unpair:           completion(device.paired ? .success(DeviceChanges(changed: pairing.unpair(device)))
                                                          : .failure(HandoffError("NotPaired", "\(device.name) is not paired")))
-        case .continueActivity: continueActivity(on: device, options: arguments[0].stringVariantEntries ?? []) { completion($0.map { DeviceChanges(reply: [.string($0)]) }) }
+        case .continueActivity: exchange.continueActivity(on: device, options: arguments[0].stringVariantEntries ?? []) { completion($0.map { DeviceChanges(reply: [.string($0)]) }) }
         }
     }
 
@@ -97,10 +102,10 @@ extension HandoffDaemon {
     func finish(_ call: Message, on device: DeviceObject, _ outcome: Result<DeviceChanges, HandoffError>) {
         switch outcome {
         case .success(let changes):
-            reply(call, changes.reply)
-            if !changes.changed.isEmpty { emitDeviceChanged(device, changes.changed) }
+            context.reply(call, changes.reply)
+            if !changes.changed.isEmpty { context.emitDeviceChanged(device, changes.changed) }
         case .failure(let error):
-            reply(call, error: error)
+            context.reply(call, error: error)
         }
     }
 }

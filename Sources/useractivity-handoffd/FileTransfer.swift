@@ -104,7 +104,7 @@ private let documentURIKey = "uri"
 private func modifiedTime(_ info: stat) -> timespec { info.st_mtim }
 private func same(_ a: timespec, _ b: timespec) -> Bool { a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec }
 
-extension HandoffDaemon {
+extension ActivityExchange {
     /// The largest document sent or taken (`MaximumFileSize`).
     var maximumFileSize: Int64 { Int64(clamping: state.maximumFileSize) }
 

@@ -77,8 +77,8 @@ import Testing
 }
 
 @Suite struct AdvertDecisionTests {
-    let activity = LocalActivity(id: "7", activityType: "com.example.Editor.edit", appID: "com.example.Editor",
-                                 title: "Notes", webpageURL: "", timestamp: 42, eligibleForHandoff: true)
+    let activity = Advert(id: "7", activityType: "com.example.Editor.edit", appID: "com.example.Editor",
+                          title: "Notes", webpageURL: "", timestamp: 42, eligibleForHandoff: true)
 
     @Test func advertisesAnEligibleActivity() {
         #expect(AdvertDecision.advert(for: activity, conditions: AdvertConditions()) == activity)
@@ -103,13 +103,6 @@ import Testing
         #expect(AdvertDecision.advert(for: activity, conditions: conditions) == nil)
     }
 
-    @Test func theFrameCarriesNoUserInfoAndReadsBack() {
-        let frame = AdvertDecision.frame(for: activity)
-        #expect(Set(frame.body.keys) == ["id", "activity-type", "app-id", "title", "webpage-url", "timestamp"])
-        #expect(AdvertDecision.activity(from: frame) == activity)
-        #expect(AdvertDecision.activity(from: AdvertDecision.frame(for: nil)) == nil)
-    }
-
     @Test func onlyHTTPPagesAndNoDocumentsFromAnotherDevice() {
         #expect(AdvertDecision.refusalFromAnotherDevice(activityType: "com.example.Editor.edit", webpageURL: "") == nil)
         #expect(AdvertDecision.refusalFromAnotherDevice(activityType: "x.y", webpageURL: "https://example.com/a") == nil)
@@ -121,8 +114,8 @@ import Testing
     }
 
     @Test func theFetchedActivityMustBeTheAdvertisedOne() {
-        let shown = LocalActivity(id: "3", activityType: "com.example.Editor.edit", appID: "com.example.Editor", title: "Quarterly report",
-                                  webpageURL: "", timestamp: 1, eligibleForHandoff: true)
+        let shown = Advert(id: "3", activityType: "com.example.Editor.edit", appID: "com.example.Editor", title: "Quarterly report",
+                           webpageURL: "", timestamp: 1, eligibleForHandoff: true)
         let same: [String: TypedValue] = ["app-id": .string("com.example.Editor"), "title": .string("Quarterly report"), "user-info": .string("x")]
         #expect(AdvertDecision.matches(shown, activityType: shown.activityType, properties: same))
         #expect(!AdvertDecision.matches(shown, activityType: AdvertDecision.openDocumentType, properties: same))
@@ -137,8 +130,8 @@ import Testing
     }
 
     @Test func advertFieldsAreBoundedByTheServiceLimits() {
-        let long = LocalActivity(id: "3", activityType: "a.b", appID: "a.b", title: String(repeating: "é", count: 200_000),
-                                 webpageURL: "", timestamp: 1, eligibleForHandoff: true)
+        let long = Advert(id: "3", activityType: "a.b", appID: "a.b", title: String(repeating: "é", count: 200_000),
+                          webpageURL: "", timestamp: 1, eligibleForHandoff: true)
         let bounded = AdvertDecision.bounded(long)
         #expect(bounded?.title.utf8.count == AdvertDecision.maximumTitleBytes)
         var huge = long

@@ -65,9 +65,9 @@ enum FuzzSeeds {
 
     static func all() -> [(name: String, comment: String, sequence: FuzzSequence)] {
         let activity = FuzzSequence.activityPlaceholder
-        let advert = AdvertDecision.frame(for: LocalActivity(id: "7", activityType: UA.editType, appID: UA.editor, title: "Quarterly report",
+        let advert = Advert.frame(for: Advert(id: "7", activityType: UA.editType, appID: UA.editor, title: "Quarterly report",
                                                              webpageURL: "", timestamp: 1_700_000_000_000_000, eligibleForHandoff: true))
-        let webAdvert = AdvertDecision.frame(for: LocalActivity(id: "8", activityType: "org.example.UserActivity.browsing-web", appID: "org.example.Browser",
+        let webAdvert = Advert.frame(for: Advert(id: "8", activityType: "org.example.UserActivity.browsing-web", appID: "org.example.Browser",
                                                                 title: "Example", webpageURL: "https://example.com/page", timestamp: 1, eligibleForHandoff: true))
         let fetch = Frame(.fetch, ["request": .uint32(1), "id": .string(activity), "timeout-ms": .uint32(10_000)])
         let request = FuzzSequence.requestPlaceholder

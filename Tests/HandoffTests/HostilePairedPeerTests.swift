@@ -69,7 +69,7 @@ struct HostilePairedPeerTests {
     @Test func aNULInAnAdvertOrADeviceNameDropsTheLinkAndEveryDeviceStaysReadable() throws {
         let (stacks, onA) = try pairedThenTakeB()
         let pid = stacks.a.handoffd?.pid
-        let advert = AdvertDecision.frame(for: LocalActivity(id: "7", activityType: UA.editType, appID: UA.editor, title: "Quarterly\0report",
+        let advert = Advert.frame(for: Advert(id: "7", activityType: UA.editType, appID: UA.editor, title: "Quarterly\0report",
                                                              webpageURL: "", timestamp: 1, eligibleForHandoff: true))
         let rename = Frame(.hello, ["name": .string("Stack\0B"), "version": .uint32(1), "port": .uint32(0)])
         for frame in [advert, rename] {
@@ -86,8 +86,8 @@ struct HostilePairedPeerTests {
     /// The person presses Continue on A for the hostile device's advert; it answers the fetch with `reply`.
     func continueAgainst(reply: (UInt32) -> Frame) throws -> (outcome: String, stacks: TwoStacks) {
         let (stacks, onA) = try pairedThenTakeB()
-        let advert = AdvertDecision.frame(for: LocalActivity(id: "7", activityType: UA.editType, appID: UA.editor, title: "Quarterly report",
-                                                             webpageURL: "", timestamp: 1, eligibleForHandoff: true))
+        let advert = Advert.frame(for: Advert(id: "7", activityType: UA.editType, appID: UA.editor, title: "Quarterly report",
+                                              webpageURL: "", timestamp: 1, eligibleForHandoff: true))
         let pid = stacks.a.handoffd?.pid
         let answer = reply(1)
         let peer = BackgroundCall { _ = try self.runPeer(stacks, sends: [advert], reply: answer) }
@@ -139,8 +139,8 @@ struct HostilePairedPeerTests {
         let (stacks, onA) = try pairedThenTakeB()
         let server = try stacks.a.spawnScript(notificationServerScript, "notifications.py", ["none"])
         let adverts = (0..<200).map { index in
-            AdvertDecision.frame(for: LocalActivity(id: "\(index + 1)", activityType: UA.editType, appID: UA.editor, title: "t\(index)",
-                                                    webpageURL: "", timestamp: 1, eligibleForHandoff: true))
+            Advert.frame(for: Advert(id: "\(index + 1)", activityType: UA.editType, appID: UA.editor, title: "t\(index)",
+                                     webpageURL: "", timestamp: 1, eligibleForHandoff: true))
         }
         let peer = BackgroundCall { _ = try self.runPeer(stacks, sends: adverts) }
         #expect(stacks.a.waitForDevice(onA, "CurrentActivity", { $0?.stringVariantEntries?.contains { $0.0 == "title" && $0.1 == .string("t199") } == true }),

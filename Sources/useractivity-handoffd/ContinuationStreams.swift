@@ -10,7 +10,7 @@ import UserActivityInterfaces
 /// Continuation streams with paired devices, and failed continuations told
 /// back to the origin: the glue between the links, useractivityd and
 /// ``StreamRelay``.
-extension HandoffDaemon {
+extension ActivityExchange {
     /// A relay path for the continuation of a fetched activity that supports
     /// continuation streams, nil for one that does not.
     func streamRelayPath(for properties: TypedValue, from device: DeviceObject, activityID: String) -> String? {
@@ -51,14 +51,14 @@ extension HandoffDaemon {
         guard message.interface == Interfaces.handlerName, message.member == "ContinuationStreamOpened",
               arguments.count == 2, case .unixFD(let fd) = arguments[1], fd >= 0 else {
             TypedValue.closeFileDescriptors(in: arguments)
-            reply(message, error: HandoffError("org.freedesktop.DBus.Error.UnknownMethod", "a relay path only takes Handler.ContinuationStreamOpened(o, h)"))
+            context.reply(message, error: HandoffError("org.freedesktop.DBus.Error.UnknownMethod", "a relay path only takes Handler.ContinuationStreamOpened(o, h)"))
             return true
         }
         let failure = streams.opened(relayPath: path, fd: fd, link: { [weak self] id in
             guard let device = self?.devices[id], device.paired, device.reachable else { return nil }
             return device.link
         }, now: now)
-        if let failure { reply(message, error: failure) } else { reply(message) }
+        if let failure { context.reply(message, error: failure) } else { context.reply(message) }
         return true
     }
 }

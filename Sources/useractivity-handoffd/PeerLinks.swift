@@ -1,0 +1,371 @@
+// SPDX-License-Identifier: Apache-2.0
+import CGLib
+#if canImport(Glibc)
+import Glibc
+#endif
+import DBusKit
+import GLibSupport
+import HandoffCore
+import Logging
+import UserActivityInterfaces
+
+/// The links to other devices: the listener and who is admitted, dialing
+/// (known devices, AddPeer, discovery, reconnecting), the pin policy of the
+/// handshake, the hello that makes a link a device's, and where each
+/// received frame goes. Frames of pairing go to ``Pairing``; those of the
+/// current activity, its continuation, streams and documents to
+/// ``routes``' `activityFrame` (``ActivityExchange``).
+final class PeerLinks {
+    /// Where what is not the links' own goes; set by the daemon's wiring.
+    struct Routes {
+        /// Adverts, fetches and their answers, streams and documents.
+        var activityFrame: (Frame, PeerLink) -> Void = { _, _ in }
+        /// A link closed: what went over it ends (streams, transfers).
+        var linkClosed: (PeerLink, String) -> Void = { _, _ in }
+        /// A link's queue of stream data emptied.
+        var dataDrained: (PeerLink) -> Void = { _ in }
+        /// A link's queue of document bytes emptied.
+        var bulkDrained: (PeerLink) -> Void = { _ in }
+    }
+
+    let context: HandoffContext
+    let pairing: Pairing
+    var routes = Routes()
+    let listenHost: String
+    let listenPort: UInt16
+    let keepaliveSeconds: Int64
+    /// How long a connection may take to authenticate (TLS handshake and hello).
+    let handshakeSeconds: Int64
+    var certificate: GObjectRef?
+    var service: GObjectRef?
+    var incomingHandler: SignalHandler?
+    var socketClient: GObjectRef?
+    var boundPort: UInt16 = 0
+    var links: [PeerLink] = []
+    var linkSerial = 0
+    var refusedSinceLog = 0
+    var refusalLogAllowedAt: Int64 = 0
+    /// AddPeer calls waiting for the key of the device at an address.
+    var pendingAddPeer: [(link: PeerLink, call: Message)] = []
+
+    private var log: Logger { context.log }
+    private var identity: DeviceIdentity? { context.identity }
+    private var now: Int64 { context.now }
+
+    /// `listen` is host:port (port 0: any free one).
+    init(context: HandoffContext, pairing: Pairing, listen: String) {
+        self.context = context
+        self.pairing = pairing
+        let parts = listen.split(separator: ":")
+        listenHost = parts.count == 2 ? String(parts[0]) : "0.0.0.0"
+        listenPort = parts.count == 2 ? UInt16(parts[1]) ?? 0 : 0
+        keepaliveSeconds = max(Int64(context.environment["USERACTIVITY_HANDOFF_KEEPALIVE_SECONDS"] ?? "") ?? 15, 1)
+        handshakeSeconds = max(Int64(context.environment["USERACTIVITY_HANDOFF_HANDSHAKE_SECONDS"] ?? "") ?? 10, 1)
+    }
+
+    // MARK: Starting and stopping
+
+    /// Listens with `identity`'s certificate and dials the devices it knows.
+    func start(identity: DeviceIdentity) throws {
+        certificate = try tlsCertificate(pem: identity.certificatePEM + identity.keyPEM)
+        try listen()
+        let client = g_socket_client_new()!
+        g_socket_client_set_enable_proxy(client, CGLIB_FALSE)
+        g_socket_client_set_timeout(client, 10)
+        socketClient = GObjectRef(taking: UnsafeMutableRawPointer(client))
+        for device in context.devices.values where !device.address.isEmpty { dial(device.address) }
+        for address in context.state.pendingPeers { dial(address) }
+    }
+
+    /// Stops listening and closes every link.
+    func stop(reason: String) {
+        if let service { g_socket_service_stop(service.as(GSocketService.self)); g_socket_listener_close(service.as(GSocketListener.self)) }
+        incomingHandler = nil
+        service = nil
+        boundPort = 0
+        for link in links { link.close(reason: reason) }
+        links.removeAll()
+    }
+
+    /// Whether it listens (Handoff is on and the identity was usable).
+    var isListening: Bool { service != nil }
+
+    private func listen() throws {
+        let service = g_socket_service_new()!
+        let ref = GObjectRef(taking: UnsafeMutableRawPointer(service))
+        let address = g_inet_socket_address_new_from_string(listenHost, UInt32(listenPort))
+        guard let address else { throw HandoffError("InvalidArgument", "cannot listen on \(listenHost):\(listenPort)") }
+        defer { g_object_unref(address) }
+        var effective: UnsafeMutablePointer<GSocketAddress>?
+        _ = try gioCall("g_socket_listener_add_address") { error in
+            g_socket_listener_add_address(gcast(UnsafeMutableRawPointer(service)), gcast(UnsafeMutableRawPointer(address)),
+                                          G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, nil, &effective, error) != 0 ? true : nil
+        }
+        if let effective {
+            boundPort = g_inet_socket_address_get_port(gcast(UnsafeMutableRawPointer(effective)))
+            g_object_unref(effective)
+        }
+        incomingHandler = connectIncoming(ref.raw) { [weak self] connection in
+            guard let self, let connection, let certificate = self.certificate else { return }
+            let address = remoteAddress(of: connection)
+            // Not accepted: GIO drops the connection once the signal returns.
+            if let refusal = self.admissionRefusal(from: address) {
+                return self.logRefusal(refusal)
+            }
+            let link = self.makeLink(role: .server, address: address)
+            link.accept(connection: connection, certificate: certificate)
+        }
+        g_socket_service_start(service)
+        self.service = ref
+        log.info("listening on \(listenHost):\(boundPort) as \(identity?.deviceID ?? "-")")
+    }
+
+    // MARK: Links
+
+    /// Connections that have not authenticated yet (handshake and hello):
+    /// at most this many in all, and from one address.
+    static let maximumUnauthenticated = 64
+    static let maximumUnauthenticatedPerAddress = 8
+
+    /// Why an incoming connection from `address` is not taken, or nil.
+    func admissionRefusal(from address: String) -> String? {
+        let waiting = links.filter { $0.role == .server && !$0.helloReceived && !$0.isClosed }
+        if waiting.count >= Self.maximumUnauthenticated { return "\(waiting.count) connections are still authenticating" }
+        let host = hostPart(of: address)
+        if waiting.lazy.filter({ hostPart(of: $0.address) == host }).count >= Self.maximumUnauthenticatedPerAddress {
+            return "\(Self.maximumUnauthenticatedPerAddress) connections from \(host) are still authenticating"
+        }
+        return nil
+    }
+
+    /// One log line per burst of refusals, not one per connection.
+    func logRefusal(_ reason: String) {
+        refusedSinceLog += 1
+        guard now >= refusalLogAllowedAt else { return }
+        log.warning("refusing new connections: \(reason) (\(refusedSinceLog) refused)")
+        refusedSinceLog = 0
+        refusalLogAllowedAt = now + 10_000_000
+    }
+
+    func makeLink(role: PeerLink.Role, address: String) -> PeerLink {
+        linkSerial += 1
+        let link = PeerLink(role: role, serial: linkSerial, address: address, loop: context.loop, scheduler: context.scheduler, log: log,
+                            keepaliveSeconds: keepaliveSeconds, handshakeSeconds: handshakeSeconds) { [weak self] key in
+            self?.acceptsKey(key, role: role) ?? false
+        }
+        // Each may add a deadline (a keepalive, a pairing, a fetch, a reconnect).
+        link.onEstablished = { [weak self] link in self?.established(link); self?.context.rescheduleTick() }
+        link.onFrame = { [weak self] link, frame in self?.received(frame, on: link); self?.context.rescheduleTick() }
+        link.onClosed = { [weak self] link, reason in self?.closed(link, reason: reason); self?.context.rescheduleTick() }
+        link.onDataDrained = { [weak self] link in self?.routes.dataDrained(link) }
+        link.onBulkDrained = { [weak self] link in self?.routes.bulkDrained(link) }
+        links.append(link)
+        context.rescheduleTick() // its handshake deadline
+        return link
+    }
+
+    @discardableResult
+    func dial(_ address: String) -> PeerLink? {
+        guard let client = socketClient, let certificate else { return nil }
+        let link = makeLink(role: .client, address: address)
+        link.connect(client: client.as(GSocketClient.self), certificate: certificate)
+        return link
+    }
+
+    /// A DNS-SD browser found `_useractivity._tcp` somewhere.
+    func peerFound(_ found: DiscoveryDecision.Found) {
+        let devices = context.devices
+        let paired = Set(devices.values.filter(\.paired).map(\.id))
+        let reachable = Set(devices.values.filter(\.reachable).map(\.id))
+        guard case .dial(let address) = DiscoveryDecision.action(for: found, ownID: identity?.deviceID ?? "", paired: paired, reachable: reachable),
+              !links.contains(where: { $0.address == address && !$0.isClosed })
+        else { return }
+        if let id = found.deviceID, let device = devices[id], device.paired { device.address = address }
+        log.info("dialing \(address), found through discovery")
+        dial(address)?.foundByDiscovery = true
+    }
+
+    /// The pin policy in the handshake: a paired key always; an unknown key
+    /// only for pairing: dialed by this device (AddPeer, a person's Pair),
+    /// or while Discoverable, or with a pairing in progress for it.
+    func acceptsKey(_ key: [UInt8], role: PeerLink.Role) -> Bool {
+        let id = Hex.encode(key)
+        let devices = context.devices
+        if id == identity?.deviceID { return false }
+        if devices[id]?.paired == true { return true }
+        // Only to tell it that it was unpaired while away.
+        if devices[id]?.tellUnpair == true { return true }
+        if role == .client { return true }
+        return context.discoverable || pairing.peer == id
+    }
+
+    private func established(_ link: PeerLink) {
+        let id = link.peerDeviceID
+        link.isPaired = context.devices[id]?.paired == true
+        // The server speaks first; the client answers the server's hello.
+        if link.role == .server { sendHello(on: link) }
+    }
+
+    func sendHello(on link: PeerLink) {
+        link.send(Frame(.hello, ["name": .string(context.state.deviceName), "version": .uint32(1), "port": .uint32(UInt32(boundPort))]))
+    }
+
+    private func closed(_ link: PeerLink, reason: String) {
+        links.removeAll { $0 === link }
+        if let index = pendingAddPeer.firstIndex(where: { $0.link === link }) {
+            let call = pendingAddPeer.remove(at: index).call
+            context.reply(call, error: HandoffError("ConnectionUnavailable", "cannot reach \(link.address): \(reason)"))
+        }
+        routes.linkClosed(link, reason)
+        guard let device = context.devices[link.peerDeviceID], device.link === link else { return }
+        device.link = nil
+        for (_, completion) in device.fetches { completion(.failure(HandoffError("ConnectionUnavailable", "\(device.name) went away: \(reason)"))) }
+        device.fetches.removeAll()
+        device.fetchDeadlines.removeAll()
+        pairing.peerWentAway(device.id, reason: reason)
+        device.advert = nil
+        device.currentActivity = [:]
+        context.notifier?.withdraw(device.id)
+        // A key nobody paired or added (a pairing request, a device found
+        // nearby): its object goes with its link.
+        if context.isTransient(device) {
+            context.devices[device.id] = nil
+            context.emitInterfacesRemoved(device)
+            return
+        }
+        device.reconnectAt = now + 2_000_000
+        context.emitDeviceChanged(device, [.reachable, .currentActivity])
+    }
+
+    /// Where each frame goes.
+    private func received(_ frame: Frame, on link: PeerLink) {
+        switch frame.kind {
+        case .hello: receivedHello(frame, on: link)
+        case .keepalive: break
+        case .pairRequest: pairing.receivedPairRequest(on: link)
+        case .pairConfirm: pairing.receivedPairConfirm(frame, on: link)
+        case .pairCancel: pairing.receivedPairCancel(on: link)
+        case .unpair: pairing.receivedUnpair(on: link)
+        case .advert, .fetch, .fetchReply, .continued, .error, .continueFailed,
+             .streamOpen, .streamData, .streamCredit, .streamClose,
+             .fileRequest, .fileHeader, .fileData, .fileCredit, .fileEnd:
+            routes.activityFrame(frame, link)
+        }
+    }
+
+    private func receivedHello(_ frame: Frame, on link: PeerLink) {
+        // The name becomes a D-Bus property, where a NUL would make every device unreadable.
+        if frame.string("name")?.utf8.contains(0) == true {
+            return link.close(reason: "\(link.address) sent a hello whose name holds a NUL byte: disconnected")
+        }
+        if link.helloReceived {
+            // A later hello on an established link: the device was renamed.
+            guard let device = context.devices[link.peerDeviceID], device.link === link, let name = frame.string("name") else { return }
+            device.name = String(name.prefix(256))
+            if device.paired { context.persistDevice(device) }
+            context.emitDeviceChanged(device, [.name])
+            return
+        }
+        link.helloReceived = true
+        let id = link.peerDeviceID
+        let devices = context.devices
+        // An unknown key that got through the handshake just before Discoverable went off.
+        if devices[id]?.paired != true && devices[id]?.tellUnpair != true && link.role == .server && !context.discoverable
+            && pairing.peer != id {
+            link.close(reason: "unknown key and not discoverable")
+            return
+        }
+        let isNew = devices[id] == nil
+        if isNew && devices.values.filter(context.isTransient).count >= HandoffContext.maximumTransientDevices {
+            link.close(reason: "\(HandoffContext.maximumTransientDevices) unknown devices are already connected")
+            return
+        }
+        let device = devices[id] ?? DeviceObject(id: id)
+        context.devices[id] = device
+        device.name = String((frame.string("name") ?? "").prefix(256))
+        if link.role == .client {
+            device.address = link.address
+            context.state.pendingPeers.removeAll { $0 == link.address }
+        } else if let port = frame.uint32("port"), port > 0, port < 65536 {
+            device.address = hostPart(of: link.address) + ":\(port)"
+        }
+        // Two links to one device (both dialed at once): keep the one whose
+        // client has the lower id, so both sides keep the same link.
+        if let old = device.link, old !== link, !old.isClosed {
+            let mine = identity?.deviceID ?? ""
+            let oldClient = old.role == .client ? mine : id
+            let newClient = link.role == .client ? mine : id
+            if oldClient <= newClient && old.helloReceived {
+                link.close(reason: "a link to \(device.name) is already up")
+                return
+            }
+            old.close(reason: "replaced by a newer link")
+        }
+        device.link = link
+        if device.tellUnpair && !device.paired {
+            device.tellUnpair = false
+            context.persistDevice(device)
+            log.info("telling \(device.name) it was unpaired")
+            link.send(Frame(.unpair))
+            link.close(afterSending: "unpaired while it was away")
+            return
+        }
+        if link.role == .client { sendHello(on: link) }
+        if isNew {
+            context.emitInterfacesAdded(device)
+        } else {
+            context.emitDeviceChanged(device, [.name, .address, .reachable])
+        }
+        // Paired devices and those added with AddPeer are kept across restarts.
+        if device.paired || (link.role == .client && !link.foundByDiscovery) { context.persistDevice(device) }
+        if let index = pendingAddPeer.firstIndex(where: { $0.link === link }) {
+            let call = pendingAddPeer.remove(at: index).call
+            context.persistDevice(device)
+            context.reply(call, [.objectPath(device.path)])
+        }
+        if device.paired { link.send(Advert.frame(for: context.advertised)) }
+    }
+
+    // MARK: Deadlines
+
+    private func needsReconnect(_ device: DeviceObject) -> Bool {
+        (device.paired || device.tellUnpair) && device.link == nil && !device.address.isEmpty
+    }
+
+    /// The links' deadlines (handshakes, keepalives) and the reconnects due.
+    var deadlines: [Int64] {
+        var due = links.compactMap(\.nextDue)
+        if context.state.enabled, service != nil {
+            due += context.devices.values.filter(needsReconnect).map(\.reconnectAt)
+        }
+        return due
+    }
+
+    /// Keepalives, silence and handshake timeouts.
+    func tickLinks() {
+        for link in links { link.tick() }
+    }
+
+    /// Dials the paired devices whose reconnect is due.
+    func reconnect(now: Int64) {
+        guard context.state.enabled, service != nil else { return }
+        for device in context.devices.values where needsReconnect(device) && now >= device.reconnectAt {
+            device.reconnectAt = now + 5_000_000
+            if !links.contains(where: { $0.address == device.address }) { dial(device.address) }
+        }
+    }
+}
+
+func remoteAddress(of connection: UnsafeMutableRawPointer) -> String {
+    guard let address = g_socket_connection_get_remote_address(gcast(connection), nil) else { return "?" }
+    defer { g_object_unref(address) }
+    let inet = g_inet_socket_address_get_address(gcast(UnsafeMutableRawPointer(address)))
+    let host = g_inet_address_to_string(inet).map { pointer -> String in defer { g_free(pointer) }; return String(cString: pointer) } ?? "?"
+    let port = g_inet_socket_address_get_port(gcast(UnsafeMutableRawPointer(address)))
+    return host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+}
+
+func hostPart(of address: String) -> String {
+    guard let colon = address.lastIndex(of: ":") else { return address }
+    return String(address[..<colon])
+}
