@@ -123,6 +123,7 @@ final class HandoffFuzzer {
     private var handler: ChildProcess?
     private var commands: FileHandle!
     private var activityID = ""
+    private var activityPath = ""
     /// ContinueActivity calls on A still running: since when, and for which input.
     private var pendingContinues: [(call: BackgroundCall, since: Date, sequence: FuzzSequence, mutations: [String])] = []
 
@@ -186,8 +187,12 @@ final class HandoffFuzzer {
 
     /// A's current activity, eligible for handoff: what `fetch`, `continued`, stream and file frames name.
     private func refreshActivity() throws {
-        let path = try stacks.a.becomeCurrent(app: UA.editor, type: UA.editType, [("title", .string("Quarterly report"))])
-        activityID = String(path.split(separator: "/").last ?? "")
+        // The one before is ended: a connection may hold only so many live activities.
+        if !activityPath.isEmpty {
+            _ = try? stacks.a.call("org.example.UserActivity", activityPath, "org.example.UserActivity.Activity", "Invalidate")
+        }
+        activityPath = try stacks.a.becomeCurrent(app: UA.editor, type: UA.editType, [("title", .string("Quarterly report"))])
+        activityID = String(activityPath.split(separator: "/").last ?? "")
     }
 
 
