@@ -138,7 +138,8 @@ let package = Package(
         .testTarget(name: "DiscoveryTests", dependencies: ["TestSupport", "HandoffDiscovery", "TypedValues", "DBusKit"]),
         .testTarget(name: "HardeningTests", dependencies: ["TestSupport", "DBusKit", "TypedValues", "UserActivityCore", "UserActivityService", "UserActivityInterfaces", "GLibSupport", "ActivityStore", "UserActivity", "FuzzGenerators"]),
         .testTarget(name: "HandoffCoreTests", dependencies: ["HandoffCore", "TypedValues", "UserActivityCore"]),
-        .testTarget(name: "HandoffTests", dependencies: ["TestSupport", "DBusKit", "TypedValues", "HandoffCore"]),
+        // Peers/ (the Python TLS peers) and FuzzCorpus/ are read from the checkout.
+        .testTarget(name: "HandoffTests", dependencies: ["TestSupport", "DBusKit", "TypedValues", "HandoffCore", "FuzzGenerators"], exclude: ["Peers", "FuzzCorpus"]),
         // handoffd's parts (Pairing, PeerLinks) in the test process, linked over 127.0.0.1, on a ManualScheduler.
         .testTarget(name: "HandoffDaemonTests", dependencies: [
             "useractivity-handoffd", "HandoffCore", "DBusKit", "GLibSupport", "TypedValues", "UserActivityInterfaces",

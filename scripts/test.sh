@@ -24,7 +24,7 @@ diff -u dbus/org.example.UserActivity.Handoff.xml <(.build/debug/useractivity-ha
 log="$(mktemp)"
 library_log="$(mktemp)"
 pidfd_log="$(mktemp)"
-trap 'rm -f "$log" "$library_log" "$pidfd_log" "${settings_log:-}" "${browser_log:-}" "${browser_handoff_log:-}"' EXIT
+trap 'rm -f "$log" "$library_log" "$pidfd_log" "${settings_log:-}" "${browser_log:-}" "${browser_handoff_log:-}" "${fuzz_log:-}"' EXIT
 status=0
 # The browser extension's logic (browser/), without a browser: a second or so.
 if [ $# -eq 0 ]; then
@@ -56,6 +56,18 @@ if [ $# -eq 0 ]; then
   USERACTIVITY_REAL_BROWSER=1 USERACTIVITYD_PATH="$PWD/.build/debug/useractivityd" \
     swift test --skip-build --filter 'HandoffTests\.BrowserHandoffTests' 2>&1 | tee "$browser_handoff_log" | tail -n 3 || status=$?
 fi
+# The handoff fuzzer (HandoffTests.HandoffFuzzTests): 45 s of structure-aware
+# mutations of the corpus in Tests/HandoffTests/FuzzCorpus on a paired link
+# through a running useractivity-handoffd, the same inputs every run (seed 1);
+# about 50 s with its set-up. Reproducers of a crash or a hang and a summary
+# go to USERACTIVITY_ARTIFACTS. Only in a full run, not under the sanitizers.
+fuzz_log="$(mktemp)"
+if [ $# -eq 0 ]; then
+  echo "=== the handoff fuzzer (HandoffFuzzTests, 45 s)"
+  HANDOFF_FUZZ=1 HANDOFF_FUZZ_SECONDS=45 HANDOFF_FUZZ_SEED=1 \
+    HANDOFF_FUZZ_ARTIFACTS="${USERACTIVITY_ARTIFACTS:-$PWD/.build/artifacts}/handoff-fuzz" USERACTIVITYD_PATH="$PWD/.build/debug/useractivityd" \
+    swift test --skip-build --filter 'HandoffTests\.HandoffFuzzTests.aPairedLink' 2>&1 | tee "$fuzz_log" || status=$?
+fi
 # The suites about who is calling once more, on the bus that offers ProcessFD
 # (about 20 s): the daemon identifies callers by pidfd there. Only in a full run.
 pidfd_bus="$PWD/.build-pidfd-bus/bin/dbus-daemon"
@@ -83,7 +95,7 @@ fi
 # empty half); end with one plain summary line a CI reader cannot mistake.
 total=0
 failed=0
-for run in "$log" "$library_log" "$pidfd_log" "$browser_handoff_log"; do
+for run in "$log" "$library_log" "$pidfd_log" "$browser_handoff_log" "$fuzz_log"; do
   count=$(sed -n 's/.*Test run with \([0-9]*\) tests\{0,1\} in .*/\1/p' "$run" | tail -n 1)
   [ -n "$count" ] || continue
   total=$((total + count))

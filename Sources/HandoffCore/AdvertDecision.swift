@@ -36,10 +36,15 @@ public enum AdvertDecision {
     public static let openDocumentType = SystemActivityType.openDocument
 
     /// An advert within the limits, its title cut to ``maximumTitleBytes`` on
-    /// a character boundary; nil when a field is over its limit (a protocol error).
+    /// a character boundary; nil when a field is over its limit or holds a
+    /// NUL byte, which no D-Bus string may (a protocol error: shown, it would
+    /// make the device's properties, and every device in
+    /// `GetManagedObjects`, unreadable).
     public static func bounded(_ activity: Advert) -> Advert? {
         guard activity.id.utf8.count <= 64, activity.activityType.utf8.count <= maximumNameBytes, activity.appID.utf8.count <= maximumNameBytes,
-              activity.webpageURL.utf8.count <= maximumURLBytes else { return nil }
+              activity.webpageURL.utf8.count <= maximumURLBytes,
+              ![activity.id, activity.activityType, activity.appID, activity.title, activity.webpageURL].contains(where: { $0.utf8.contains(0) })
+        else { return nil }
         var bounded = activity
         if bounded.title.utf8.count > maximumTitleBytes {
             var title = ""

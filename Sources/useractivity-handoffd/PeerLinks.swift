@@ -246,6 +246,10 @@ final class PeerLinks {
     }
 
     private func receivedHello(_ frame: Frame, on link: PeerLink) {
+        // The name becomes a D-Bus property, where a NUL would make every device unreadable.
+        if frame.string("name")?.utf8.contains(0) == true {
+            return link.close(reason: "\(link.address) sent a hello whose name holds a NUL byte: disconnected")
+        }
         if link.helloReceived {
             // A later hello on an established link: the device was renamed.
             guard let device = context.devices[link.peerDeviceID], device.link === link, let name = frame.string("name") else { return }

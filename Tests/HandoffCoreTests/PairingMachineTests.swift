@@ -137,5 +137,11 @@ import Testing
         var huge = long
         huge.webpageURL = "https://example.com/" + String(repeating: "x", count: 70_000)
         #expect(AdvertDecision.bounded(huge) == nil)
+        var withNUL = long
+        withNUL.title = String(repeating: "x", count: 2000) + "\0"
+        #expect(AdvertDecision.bounded(withNUL) == nil)
+        withNUL = long
+        withNUL.appID = "a.b\0c"
+        #expect(AdvertDecision.bounded(withNUL) == nil)
     }
 }

@@ -204,50 +204,6 @@ struct FileTransferTests {
         #expect(try setup.stacks.b.managerProperty("Enabled") == .boolean(true))
     }
 
-    /// A paired device asking for documents itself: with B's key (B's daemon
-    /// stopped), it fetches activity `id` and, once answered, sends the file
-    /// requests it is given (hex, comma-separated), after the file named by
-    /// its last argument exists when there is one. Lines: `HELLO`,
-    /// `FRAME <kind> <hex of the frame>` for each frame received, `CLOSED`.
-    static let askingPeerScript = #"""
-    import socket, ssl, struct, sys
-    import os, time
-    port, cert, key, hello, fetch, requests = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
-    flag = sys.argv[7] if len(sys.argv) > 7 else None
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    context.minimum_version = ssl.TLSVersion.TLSv1_3
-    context.load_cert_chain(cert, key)
-    try:
-        tls = context.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=60))
-        def read_exact(n):
-            data = b""
-            while len(data) < n:
-                chunk = tls.recv(n - len(data))
-                if not chunk:
-                    raise ConnectionResetError("eof")
-                data += chunk
-            return data
-        def read_frame():
-            return read_exact(struct.unpack(">I", read_exact(4))[0])
-        read_frame()
-        print("HELLO", flush=True)
-        tls.sendall(bytes.fromhex(hello))
-        tls.sendall(bytes.fromhex(fetch))
-        while True:
-            frame = read_frame()
-            print("FRAME %d %s" % (frame[0], frame.hex()), flush=True)
-            if frame[0] == 6:
-                while flag and not os.path.exists(flag):
-                    time.sleep(0.02)
-                for part in requests.split(","):
-                    tls.sendall(bytes.fromhex(part))
-    except (ConnectionResetError, ssl.SSLError, OSError):
-        pass
-    print("CLOSED", flush=True)
-    """#
-
     /// Makes `path` A's current document and stops B's handoffd, so that the
     /// asking peer (with B's key) is the only one to talk to A; the activity's
     /// id and B's device path on A (taken while B's handoffd still answers).
@@ -263,15 +219,14 @@ struct FileTransferTests {
 
     func hex(_ frame: Frame) -> String { FrameCodec.encode(frame).map { String(format: "%02x", $0) }.joined() }
 
-    /// Runs the asking peer against A until it has `ends` file-end frames or is closed; the frames it received.
+    /// Runs the asking peer (`Peers/asking_peer.py`: B's key, B's daemon
+    /// stopped; it fetches `activityID` and, once answered, sends `requests`)
+    /// against A until it has `ends` file-end frames or is closed; the frames it received.
     func ask(_ stacks: TwoStacks, activityID: String, requests: [FileTransferMessage], ends: Int, header: Bool = true, waitingFor flag: String? = nil,
              until done: (([Frame]) -> Bool)? = nil, onFetchReply: () throws -> Void = {}) throws -> (frames: [Frame], closed: Bool) {
-        let script = stacks.b.session.root + "/asking-peer.py"
-        try writeFileAtomically(script, contents: Self.askingPeerScript, mode: 0o755)
-        let state = stacks.b.session.stateHome + "/useractivity/handoff/"
         let hello = Frame(.hello, ["name": .string("Stack B"), "version": .uint32(1), "port": .uint32(0)])
         let fetch = Frame(.fetch, ["request": .uint32(1000), "id": .string(activityID), "timeout-ms": .uint32(10_000)])
-        let process = try stacks.b.bus.spawn("/usr/bin/python3", [script, "\(stacks.a.port)", state + "certificate.pem", state + "key.pem",
+        let process = try stacks.b.bus.spawn("/usr/bin/python3", [PeerScripts.path("asking_peer.py"), "\(stacks.a.port)", PeerScripts.identity(of: stacks.b),
                                                                  hex(hello), hex(fetch), requests.map { hex($0.frame) }.joined(separator: ",")] + (flag.map { [$0] } ?? []))
         defer { process.terminate(grace: 0.5) }
         var frames: [Frame] = []

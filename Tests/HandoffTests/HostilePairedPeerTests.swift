@@ -6,56 +6,6 @@ import TestSupport
 import Testing
 import TypedValues
 
-/// A paired device turned hostile: it speaks the frame format with a paired
-/// device's own key (B's, taken after B's daemon stopped), sends the frames
-/// it is given (hex, one argument each, `-` for none) after the hellos,
-/// answers the first fetch it receives with the frame of its sixth argument,
-/// and sends the frame of its seventh (when given) once a fetch reply arrives.
-/// Lines: `HELLO`, `FRAME <kind>` for each frame the daemon sends, `CLOSED`.
-let pairedPeerScript = #"""
-import socket, ssl, struct, sys
-port, cert, key, hello, sends, reply = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
-after_reply = sys.argv[7] if len(sys.argv) > 7 else "-"
-context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-context.check_hostname = False
-context.verify_mode = ssl.CERT_NONE
-context.minimum_version = ssl.TLSVersion.TLSv1_3
-context.load_cert_chain(cert, key)
-raw = socket.create_connection(("127.0.0.1", port), timeout=60)
-try:
-    tls = context.wrap_socket(raw)
-    def read_exact(n):
-        data = b""
-        while len(data) < n:
-            chunk = tls.recv(n - len(data))
-            if not chunk:
-                raise ConnectionResetError("eof")
-            data += chunk
-        return data
-    def read_frame():
-        length = struct.unpack(">I", read_exact(4))[0]
-        return read_exact(length)
-    read_frame()
-    print("HELLO", flush=True)
-    tls.sendall(bytes.fromhex(hello))
-    if sends != "-":
-        for part in sends.split(","):
-            tls.sendall(bytes.fromhex(part))
-    answered = False
-    while True:
-        kind = read_frame()[0]
-        print("FRAME %d" % kind, flush=True)
-        if kind == 5 and reply != "-" and not answered:
-            answered = True
-            tls.sendall(bytes.fromhex(reply))
-        if kind == 6 and after_reply != "-":
-            tls.sendall(bytes.fromhex(after_reply))
-            after_reply = "-"
-except (ConnectionResetError, ssl.SSLError, OSError):
-    pass
-print("CLOSED", flush=True)
-"""#
-
 @Suite("Handoff against a paired device turned hostile", .serialized)
 struct HostilePairedPeerTests {
     static let apps: [(id: String, types: [String])] = [(UA.editor, [UA.editType])]
@@ -77,15 +27,14 @@ struct HostilePairedPeerTests {
         return (stacks, onA)
     }
 
-    /// Runs the hostile peer against A until it ends or `until` says enough; its lines.
+    /// Runs the hostile peer (`Peers/paired_peer.py`: B's key, taken after B's
+    /// daemon stopped; it sends `sends` after the hellos, answers the first
+    /// fetch with `reply` and sends `afterReply` once a fetch reply arrives)
+    /// against A until it ends or `until` says enough; its lines.
     func runPeer(_ stacks: TwoStacks, sends: [Frame], reply: Frame? = nil, afterReply: Frame? = nil,
                  until: (String) -> Bool = { $0 == "CLOSED" }) throws -> [String] {
-        let root = stacks.b.session.root
-        let script = root + "/paired-peer.py"
-        try writeFileAtomically(script, contents: pairedPeerScript, mode: 0o755)
-        let state = stacks.b.session.stateHome + "/useractivity/handoff/"
         let hello = Frame(.hello, ["name": .string("Stack B"), "version": .uint32(1), "port": .uint32(0)])
-        let process = try stacks.b.bus.spawn("/usr/bin/python3", [script, "\(stacks.a.port)", state + "certificate.pem", state + "key.pem", hex(hello),
+        let process = try stacks.b.bus.spawn("/usr/bin/python3", [PeerScripts.path("paired_peer.py"), "\(stacks.a.port)", PeerScripts.identity(of: stacks.b), hex(hello),
                                                                  sends.isEmpty ? "-" : sends.map(hex).joined(separator: ","), reply.map(hex) ?? "-",
                                                                  afterReply.map(hex) ?? "-"])
         defer { process.terminate(grace: 0.5) }
@@ -155,6 +104,23 @@ struct HostilePairedPeerTests {
         let again = try runPeer(stacks, sends: [])
         #expect(!again.contains("HELLO") && again.last == "CLOSED", "let in again at once: \(again)\n\(stacks.logs)")
         expectAStillServes(stacks, pid, "a device that broke the protocol coming back")
+    }
+
+    @Test func aNULInAnAdvertOrADeviceNameDropsTheLinkAndEveryDeviceStaysReadable() throws {
+        let (stacks, onA) = try pairedThenTakeB()
+        let pid = stacks.a.handoffd?.pid
+        let advert = Advert.frame(for: Advert(id: "7", activityType: UA.editType, appID: UA.editor, title: "Quarterly\0report",
+                                                             webpageURL: "", timestamp: 1, eligibleForHandoff: true))
+        let rename = Frame(.hello, ["name": .string("Stack\0B"), "version": .uint32(1), "port": .uint32(0)])
+        for frame in [advert, rename] {
+            let lines = try runPeer(stacks, sends: [frame])
+            #expect(lines.last == "CLOSED", "\(lines)\n\(stacks.logs)")
+            expectAStillServes(stacks, pid, "a NUL in a \(frame.kind) frame")
+            // A NUL shown in one device's properties would make them, and GetManagedObjects, fail for everyone.
+            #expect((try? stacks.a.devicePaths())?.contains(onA) == true, "\(stacks.logs)")
+            #expect((try? stacks.a.deviceProperties(onA))?["Name"] == .string("Stack B"))
+        }
+        #expect(stacks.a.logEventually(contains: "a hello whose name holds a NUL byte"), "\(stacks.logs)")
     }
 
     /// The person presses Continue on A for the hostile device's advert; it answers the fetch with `reply`.

@@ -5,58 +5,6 @@ import TestSupport
 import Testing
 import TypedValues
 
-/// A TLS client that is not a handoff daemon, with a key of its own (made
-/// by openssl): it does one bad thing and reports what the daemon did.
-/// Lines: `HANDSHAKE <version>`, `HELLO` (the daemon's first frame
-/// arrived), `CLOSED` (the daemon ended the connection).
-let rawPeerScript = #"""
-import socket, ssl, struct, sys, time
-port, mode, cert, key = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
-EMPTY = bytes([1, 0x7b, 1, 0x73, 1, 0x76, 0])
-def frame(kind, body=EMPTY):
-    return struct.pack(">I", len(body) + 1) + bytes([kind]) + body
-context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-context.check_hostname = False
-context.verify_mode = ssl.CERT_NONE
-context.load_cert_chain(cert, key)
-if mode == "tls12":
-    context.maximum_version = ssl.TLSVersion.TLSv1_2
-raw = socket.create_connection(("127.0.0.1", port), timeout=30)
-try:
-    tls = context.wrap_socket(raw)
-    print("HANDSHAKE " + tls.version(), flush=True)
-    def read_exact(n):
-        data = b""
-        while len(data) < n:
-            chunk = tls.recv(n - len(data))
-            if not chunk:
-                raise ConnectionResetError("eof")
-            data += chunk
-        return data
-    length = struct.unpack(">I", read_exact(4))[0]
-    read_exact(length)
-    print("HELLO", flush=True)
-    if mode == "advert":
-        tls.sendall(frame(4))
-    elif mode == "oversize":
-        tls.sendall(struct.pack(">I", 1 << 20) + bytes([4]) + b"x" * 1000)
-    elif mode == "garbage":
-        tls.sendall(frame(200, b"\xff\xfe"))
-    elif mode == "stall":
-        tls.sendall(struct.pack(">I", 100) + bytes([1]) + b"partial")
-    elif mode == "hello":
-        tls.sendall(frame(1))
-    elif mode == "trickle":
-        for byte in frame(4):
-            tls.sendall(bytes([byte]))
-    while True:
-        if not tls.recv(4096):
-            break
-except (ConnectionResetError, ssl.SSLError, OSError) as error:
-    pass
-print("CLOSED", flush=True)
-"""#
-
 /// A stranger holding connections open without a word: opens N TCP
 /// connections, prints `OPENED n`, then `CLOSED m` once the daemon closed
 /// them all (or after 40 s).
@@ -80,15 +28,15 @@ print("CLOSED %d" % (count - len(waiting)), flush=True)
 
 @Suite("Handoff against hostile or broken peers", .serialized)
 struct HostilePeerTests {
-    /// Starts the raw peer against `stack` and returns its lines once it ended.
+    /// Starts the raw peer (`Peers/raw_peer.py`: a TLS client with a key of
+    /// its own that does one bad thing, `mode`) against `stack` and returns
+    /// its lines (`HANDSHAKE <version>`, `HELLO`, `CLOSED`) once it ended.
     func runRawPeer(_ stack: Stack, mode: String) throws -> [String] {
         let root = stack.session.root
         let result = try runCommand("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
                                      "-nodes", "-keyout", root + "/raw-key.pem", "-out", root + "/raw-cert.pem", "-subj", "/CN=raw", "-days", "1"], environment: stack.bus.environment)
         guard result.exitCode == 0 else { throw HandoffTestFailure("openssl failed: \(result.stderr)") }
-        let script = root + "/raw-peer.py"
-        try writeFileAtomically(script, contents: rawPeerScript, mode: 0o755)
-        let process = try stack.bus.spawn("/usr/bin/python3", [script, "\(stack.port)", mode, root + "/raw-cert.pem", root + "/raw-key.pem"])
+        let process = try stack.bus.spawn("/usr/bin/python3", [PeerScripts.path("raw_peer.py"), "\(stack.port)", mode, root + "/raw-cert.pem", root + "/raw-key.pem"])
         var lines: [String] = []
         while let line = try process.readLine(timeout: 30) {
             lines.append(line)
