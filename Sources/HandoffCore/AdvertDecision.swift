@@ -46,15 +46,18 @@ public enum AdvertDecision {
               ![activity.id, activity.activityType, activity.appID, activity.title, activity.webpageURL].contains(where: { $0.utf8.contains(0) })
         else { return nil }
         var bounded = activity
-        if bounded.title.utf8.count > maximumTitleBytes {
-            var title = ""
-            for character in bounded.title {
-                guard title.utf8.count + character.utf8.count <= maximumTitleBytes else { break }
-                title.append(character)
-            }
-            bounded.title = title
-        }
+        bounded.title = activity.title.prefix(utf8Bytes: maximumTitleBytes)
         return bounded
+    }
+
+    /// The most of a device's name (from its hello) that is kept and shown, in UTF-8 bytes.
+    public static let maximumDeviceNameBytes = 256
+
+    /// A device's name as kept and shown: cut to ``maximumDeviceNameBytes``
+    /// at a character boundary (a count of characters would let combining
+    /// marks make it as large as a frame), or nil when it holds a NUL byte.
+    public static func deviceName(_ name: String) -> String? {
+        name.utf8.contains(0) ? nil : name.prefix(utf8Bytes: maximumDeviceNameBytes)
     }
 
     /// Why an activity from another device is not continued here as it

@@ -247,13 +247,13 @@ final class PeerLinks {
 
     private func receivedHello(_ frame: Frame, on link: PeerLink) {
         // The name becomes a D-Bus property, where a NUL would make every device unreadable.
-        if frame.string("name")?.utf8.contains(0) == true {
+        guard let name = AdvertDecision.deviceName(frame.string("name") ?? "") else {
             return link.close(reason: "\(link.address) sent a hello whose name holds a NUL byte: disconnected")
         }
         if link.helloReceived {
             // A later hello on an established link: the device was renamed.
-            guard let device = context.devices[link.peerDeviceID], device.link === link, let name = frame.string("name") else { return }
-            device.name = String(name.prefix(256))
+            guard let device = context.devices[link.peerDeviceID], device.link === link, frame.string("name") != nil else { return }
+            device.name = name
             if device.paired { context.persistDevice(device) }
             context.emitDeviceChanged(device, [.name])
             return
@@ -276,7 +276,7 @@ final class PeerLinks {
         }
         let device = devices[id] ?? DeviceObject(id: id)
         context.devices[id] = device
-        device.name = String((frame.string("name") ?? "").prefix(256))
+        device.name = name
         if link.role == .client {
             device.address = link.address
             context.state.pendingPeers.removeAll { $0 == link.address }

@@ -144,4 +144,16 @@ import Testing
         withNUL.appID = "a.b\0c"
         #expect(AdvertDecision.bounded(withNUL) == nil)
     }
+
+    @Test func aDeviceNameIsBoundedInBytesNotCharacters() {
+        // One character of a letter and 10,000 combining marks: a count of characters would keep all 20 KB.
+        let stacked = String(repeating: "e" + String(repeating: "\u{301}", count: 10_000), count: 3)
+        #expect(stacked.count == 3)
+        let name = AdvertDecision.deviceName(stacked)
+        #expect(name != nil && name!.utf8.count <= AdvertDecision.maximumDeviceNameBytes)
+        #expect(AdvertDecision.deviceName("Laptop") == "Laptop")
+        let long = String(repeating: "ü", count: 300)
+        #expect(AdvertDecision.deviceName(long)?.utf8.count == AdvertDecision.maximumDeviceNameBytes)
+        #expect(AdvertDecision.deviceName("Lap\0top") == nil)
+    }
 }
