@@ -69,17 +69,20 @@ let package = Package(
 
         // Handoff between devices, plain Swift: frames, pairing code and
         // rules, pinned devices, what may be advertised. No GLib, no network,
-        // no SQLite; SHA-256 comes from GnuTLS, which handoffd links anyway.
+        // no SQLite; SHA-256 and HMAC come from GnuTLS (CGnuTLS, called in
+        // SHA256.swift, LinkPrivacy.swift and FileTransfer.swift), which
+        // handoffd links anyway.
         .target(name: "HandoffCore", dependencies: ["TypedValues", "UserActivityCore", "CGnuTLS"]),
         // The network-facing daemon: GIO TLS sockets on the GLib loop, GnuTLS
         // for its key, D-Bus objects of org.example.UserActivity.Handoff,
         // Avahi (HandoffDiscovery) to find and be found. The one exception to
         // "C only through the wrappers": its network files (GIO.swift,
-        // PeerLink.swift, the listener in PeerLinks.swift, the stream
-        // relay's fd watch) call GIO's socket and TLS API directly, which no
-        // other module uses, so a wrapper in GLibSupport would be a second
-        // copy of that API for one caller. Everything else here imports the
-        // wrappers (GLibSupport, DBusKit).
+        // ConnectionListener.swift, PeerLink.swift, the listener in
+        // PeerLinks.swift, the stream relay's fd watch) call GIO's socket and
+        // TLS API directly, and Identity.swift makes its certificates with
+        // GnuTLS's X.509 API; no other module uses either, so a wrapper would
+        // be a second copy of that API for one caller. Everything else here
+        // imports the wrappers (GLibSupport, DBusKit).
         .executableTarget(name: "useractivity-handoffd", dependencies: [
             "HandoffCore", "HandoffDiscovery", "CGnuTLS", "CGLib", "DBusKit", "GLibSupport", "TypedValues", "UserActivityCore",
             "UserActivityInterfaces",
@@ -96,7 +99,9 @@ let package = Package(
         // GTK 4 / libadwaita for the settings app: signals, casts, small constructors.
         .target(name: "GtkSupport", dependencies: ["CGtk"]),
         // The settings app: Handoff, pairing, history and privacy pages, on
-        // GTK's GLib main loop with the project's libdbus bridge.
+        // GTK's GLib main loop with the project's libdbus bridge. Its pages
+        // call GTK and libadwaita (CGtk) directly: that widget API is the
+        // app, and GtkSupport holds only what Swift cannot call plainly.
         .executableTarget(name: "useractivity-settings", dependencies: [
             "CGtk", "GtkSupport", "DBusKit", "GLibSupport", "TypedValues",
         ]),
