@@ -10,12 +10,14 @@ import TypedValues
 /// device's own key (B's, taken after B's daemon stopped), sends the frames
 /// it is given (hex, one argument each, `-` for none) after the hellos,
 /// answers the first fetch it receives with the frame of its sixth argument,
-/// and sends the frame of its seventh (when given) once a fetch reply arrives.
+/// and sends the frame of its seventh (when given) once a fetch reply arrives;
+/// its eighth (when given) is the seconds it waits between two frames it sends.
 /// Lines: `HELLO`, `FRAME <kind>` for each frame the daemon sends, `CLOSED`.
 let pairedPeerScript = #"""
-import socket, ssl, struct, sys
+import socket, ssl, struct, sys, time
 port, cert, key, hello, sends, reply = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
 after_reply = sys.argv[7] if len(sys.argv) > 7 else "-"
+pace = float(sys.argv[8]) if len(sys.argv) > 8 else 0
 context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 context.check_hostname = False
 context.verify_mode = ssl.CERT_NONE
@@ -41,6 +43,8 @@ try:
     if sends != "-":
         for part in sends.split(","):
             tls.sendall(bytes.fromhex(part))
+            if pace > 0:
+                time.sleep(pace)
     answered = False
     while True:
         kind = read_frame()[0]
@@ -78,7 +82,7 @@ struct HostilePairedPeerTests {
     }
 
     /// Runs the hostile peer against A until it ends or `until` says enough; its lines.
-    func runPeer(_ stacks: TwoStacks, sends: [Frame], reply: Frame? = nil, afterReply: Frame? = nil,
+    func runPeer(_ stacks: TwoStacks, sends: [Frame], reply: Frame? = nil, afterReply: Frame? = nil, pace: Double = 0,
                  until: (String) -> Bool = { $0 == "CLOSED" }) throws -> [String] {
         let root = stacks.b.session.root
         let script = root + "/paired-peer.py"
@@ -87,7 +91,7 @@ struct HostilePairedPeerTests {
         let hello = Frame(.hello, ["name": .string("Stack B"), "version": .uint32(1), "port": .uint32(0)])
         let process = try stacks.b.bus.spawn("/usr/bin/python3", [script, "\(stacks.a.port)", state + "certificate.pem", state + "key.pem", hex(hello),
                                                                  sends.isEmpty ? "-" : sends.map(hex).joined(separator: ","), reply.map(hex) ?? "-",
-                                                                 afterReply.map(hex) ?? "-"])
+                                                                 afterReply.map(hex) ?? "-", "\(pace)"])
         defer { process.terminate(grace: 0.5) }
         var lines: [String] = []
         while let line = try process.readLine(timeout: 30) {
@@ -209,26 +213,54 @@ struct HostilePairedPeerTests {
         #expect(stacks.a.logEventually(contains: "another activity than the one it advertised"), "\(stacks.logs)")
     }
 
-    @Test func anAdvertFloodUpdatesOneNotificationAFewTimesASecond() throws {
+    /// Adverts as fast as a desktop could never make them, but fewer than the
+    /// rule that drops a link: 90 in about two seconds.
+    @Test func anAdvertFloodUpdatesOneNotificationAndTheActivityAFewTimesASecond() throws {
         let (stacks, onA) = try pairedThenTakeB()
         let server = try stacks.a.spawnScript(notificationServerScript, "notifications.py", ["none"])
-        let adverts = (0..<200).map { index in
+        let watcher = try AdvertTitleWatcher(busAddress: stacks.a.bus.address, devicePath: onA)
+        defer { watcher.close() }
+        let count = 90
+        let adverts = (0..<count).map { index in
             Advert.frame(for: Advert(id: "\(index + 1)", activityType: UA.editType, appID: UA.editor, title: "t\(index)",
                                      webpageURL: "", timestamp: 1, eligibleForHandoff: true))
         }
-        let peer = BackgroundCall { _ = try self.runPeer(stacks, sends: adverts) }
-        #expect(stacks.a.waitForDevice(onA, "CurrentActivity", { $0?.stringVariantEntries?.contains { $0.0 == "title" && $0.1 == .string("t199") } == true }),
+        let started = Date()
+        let peer = BackgroundCall { _ = try self.runPeer(stacks, sends: adverts, pace: 0.02) }
+        #expect(watcher.waitForTitle("t\(count - 1)", timeout: 60), "\(stacks.logs)")
+        // Whatever the load, the flood took A no longer than this to show: one
+        // change at once, then at most one each 250 ms.
+        let seconds = Date().timeIntervalSince(started)
+        #expect(watcher.currentActivitySignals <= Int(seconds * 4) + 1,
+                "\(watcher.titlesShown) shown for \(count) adverts in \(seconds) s\n\(stacks.logs)")
+        // The latest state is what stays shown.
+        #expect(stacks.a.waitForDevice(onA, "CurrentActivity", { $0?.stringVariantEntries?.contains { $0.0 == "title" && $0.1 == .string("t\(count - 1)") } == true }),
                 "\(stacks.logs)")
         var notifications: [String] = []
         while let line = try server.readLine(timeout: 10) {
             notifications.append(line)
-            if line.contains("“t199”") { break }
+            if line.contains("“t\(count - 1)”") { break }
         }
-        // The latest state is shown, in one notification updated in place, a few times a second at most.
-        #expect(notifications.last?.contains("“t199”") == true, "\(notifications)")
+        // In one notification updated in place, a few times a second at most.
+        #expect(notifications.last?.contains("“t\(count - 1)”") == true, "\(notifications)")
         let ids = Set(notifications.compactMap { $0.split(separator: " ").dropFirst().first })
         #expect(ids.count == 1, "\(notifications)")
-        #expect(notifications.count <= 40, "\(notifications.count) Notify calls for 200 adverts")
+        #expect(notifications.count <= Int(seconds * 4) + 1, "\(notifications.count) Notify calls for \(count) adverts")
         _ = peer
+    }
+
+    /// More adverts than any desktop sends (over a hundred within ten seconds): the link drops, A keeps serving.
+    @Test func anAdvertFloodBeyondTheRuleDropsTheLink() throws {
+        let (stacks, onA) = try pairedThenTakeB()
+        let pid = stacks.a.handoffd?.pid
+        let adverts = (0..<150).map { index in
+            Advert.frame(for: Advert(id: "\(index + 1)", activityType: UA.editType, appID: UA.editor, title: "t\(index)",
+                                     webpageURL: "", timestamp: 1, eligibleForHandoff: true))
+        }
+        let lines = try runPeer(stacks, sends: adverts)
+        #expect(lines.last == "CLOSED", "\(lines)")
+        #expect(stacks.a.logEventually(contains: "adverts in 10 s: disconnected"), "\(stacks.logs)")
+        #expect(stacks.a.waitForDevice(onA, "Reachable", { $0 == .boolean(false) }), "\(stacks.logs)")
+        expectAStillServes(stacks, pid, "an advert flood")
     }
 }
