@@ -92,11 +92,41 @@ final class ActivityExchange {
         for device in devices.values where device.paired && device.reachable { device.link?.send(frame) }
     }
 
+    /// An advert from a paired device: shown at once after a quiet spell;
+    /// within ``HandoffLimits/advertIntervalMicroseconds`` of the last one
+    /// shown it waits, replaced by any later one, and the latest is shown
+    /// when the interval ends. A device that keeps sending more than any
+    /// desktop would is dropped (and waits before it may link again).
     private func receivedAdvert(_ frame: Frame, on link: PeerLink) {
         guard let device = devices[link.peerDeviceID], device.paired else { return }
         let read = Advert(frame: frame)
         let activity = read.flatMap(AdvertDecision.bounded)
         if read != nil && activity == nil { return protocolError(link, "an advert over the service's limits") }
+        if device.advertPace.arrivalFloods(at: now) {
+            return protocolError(link, "more than \(HandoffLimits.maximumAdvertsPerWindow) adverts in \(HandoffLimits.advertFloodWindowMicroseconds / 1_000_000) s")
+        }
+        let due = device.advertPace.shownAt == .min ? now : device.advertPace.shownAt + HandoffLimits.advertIntervalMicroseconds
+        guard now < due else { return show(activity, on: device) }
+        device.advertPace.held = activity
+        device.advertPace.isHolding = true
+        guard device.advertPace.timer?.isPending != true else { return }
+        device.advertPace.timer = scheduler.after(milliseconds: UInt32(clamping: (due - now + 999) / 1000)) { [weak self, weak device, weak link] in
+            guard let self, let device, let link else { return }
+            device.advertPace.timer = nil
+            // Its link closed or it was unpaired meanwhile: nothing of it is shown any more.
+            guard device.advertPace.isHolding, device.paired, device.link === link, !link.isClosed else { return }
+            self.show(device.advertPace.held, on: device)
+        }
+    }
+
+    /// Shows a device's advert: its CurrentActivity, then the offer to continue it (or none).
+    private func show(_ activity: Advert?, on device: DeviceObject) {
+        // Whatever waited is older than this (its timer may be due but not run yet).
+        device.advertPace.shownAt = now
+        device.advertPace.isHolding = false
+        device.advertPace.held = nil
+        device.advertPace.timer?.cancel()
+        device.advertPace.timer = nil
         device.advert = activity
         let continuable = showAdvert(on: device)
         // The signal before the notification: the bus routes what it gets in order.

@@ -26,8 +26,9 @@ import Logging
 final class ConnectionListener {
     /// Connections the kernel queues while the daemon is not accepting.
     static let backlog: Int32 = 128
-    /// Accepted per wake-up, so that a burst does not hold up the rest of the loop.
-    static let acceptsPerWakeup = 64
+    /// Accepted per wake-up, so that a burst does not hold up the rest of the
+    /// loop: between two batches a paired device's frames and the bus go first.
+    static let acceptsPerWakeup = 16
     /// New connections, and strangers' until their ClientHello is there, wait
     /// while the bus and established links have something ready: under a
     /// flood of connections, a paired device's frames go first.

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import DBusKit
+import GLibSupport
 import HandoffCore
 import TypedValues
 import UserActivityCore
@@ -32,6 +33,8 @@ final class DeviceObject {
     /// The device's advert, as it arrived (the one type from the origin's
     /// useractivityd to this object's CurrentActivity).
     var advert: Advert?
+    /// When its adverts arrived and the one waiting to be shown (``ActivityExchange``'s pacing).
+    var advertPace = AdvertPace()
     /// The person's Device.Pair call, answered when pairing ends.
     var pairCompletion: DeviceCompletion?
     var agentAsked = false
@@ -61,6 +64,13 @@ final class DeviceObject {
     func takeHandoff(_ handoff: String) -> String? {
         handoffs.removeValue(forKey: handoff)
     }
+    /// Its advert is no longer shown (unpaired, or its link closed): none waits to be shown either.
+    func forgetAdvert() {
+        advert = nil
+        currentActivity = [:]
+        advertPace.reset()
+    }
+
     var path: String { HandoffInterfaces.devicePathPrefix + id }
     var reachable: Bool { link?.helloReceived == true && link?.isClosed == false }
     init(id: String) { self.id = id }
@@ -84,6 +94,38 @@ final class DeviceObject {
     /// Its interface and properties, as ObjectManager gives them.
     func interfacesAndProperties() -> TypedValue {
         .dictionary(keyType: "s", valueType: "a{sv}", [.init(key: .string(HandoffInterfaces.deviceName), value: .stringVariantDictionary(properties()))])
+    }
+}
+
+/// One device's adverts over time: when the last was shown, the latest
+/// that arrived since and waits for the interval to end (with the timer
+/// armed for it, only while one waits), and the recent arrivals that tell
+/// a flood.
+struct AdvertPace {
+    var shownAt = Int64.min
+    /// An advert waits (its activity, nil for "none").
+    var isHolding = false
+    var held: Advert?
+    var timer: ScheduledWork?
+    /// The last ``HandoffLimits/maximumAdvertsPerWindow`` arrival times, oldest at `oldest`.
+    private var arrivals: [Int64] = []
+    private var oldest = 0
+
+    /// Records an arrival at `now`; whether it makes more than the limit within the window.
+    mutating func arrivalFloods(at now: Int64) -> Bool {
+        if arrivals.count < HandoffLimits.maximumAdvertsPerWindow {
+            arrivals.append(now)
+            return false
+        }
+        let floods = now - arrivals[oldest] < HandoffLimits.advertFloodWindowMicroseconds
+        arrivals[oldest] = now
+        oldest = (oldest + 1) % arrivals.count
+        return floods
+    }
+
+    mutating func reset() {
+        timer?.cancel()
+        self = AdvertPace()
     }
 }
 

@@ -12,6 +12,14 @@ enum HandoffLimits {
     /// Fetched activities a device may still report on; more (a device that
     /// fetches and never reports) start the count again.
     static let maximumFetchesAwaitingAnswer = 16
+    /// Adverts from one device: the first after a quiet spell is shown at
+    /// once; those within this interval after it wait, the latest replacing
+    /// the one before, and the latest is shown when the interval ends.
+    static let advertIntervalMicroseconds: Int64 = 250_000
+    /// More adverts than this from one device within ``advertFloodWindowMicroseconds``
+    /// (no desktop's current activity changes that often) is a protocol error.
+    static let maximumAdvertsPerWindow = 100
+    static let advertFloodWindowMicroseconds: Int64 = 10_000_000
     /// An error's text passed on from another device.
     static let maximumMessageBytes = 1024
     /// The errors an origin answers a fetch with, passed on by name; any other is HandoffFailed.

@@ -202,8 +202,7 @@ final class Pairing {
 
     private func forget(_ device: DeviceObject) -> [HandoffInterfaces.DeviceProperty] {
         device.paired = false
-        device.advert = nil
-        device.currentActivity = [:]
+        device.forgetAdvert()
         context.notifier?.withdraw(device.id)
         if device.tellUnpair { context.persistDevice(device) } else { context.state.devices[device.id] = nil; context.save() }
         device.link?.close(reason: "unpaired")

@@ -15,7 +15,11 @@ final class PeerLink {
     let role: Role
     let serial: Int
     /// host:port dialed, or the remote address of an incoming connection.
-    var address: String
+    let address: String
+    /// Where its connections are counted while they authenticate
+    /// (``ConnectionAdmission/group(ofHost:)``), worked out once: under a
+    /// flood every new connection is weighed against all those waiting.
+    private(set) lazy var admissionGroup = ConnectionAdmission.group(ofHost: hostPart(of: address))
     /// The peer's SPKI SHA-256 once the handshake finished.
     private(set) var peerKeyID: [UInt8] = []
     var peerDeviceID: String { Hex.encode(peerKeyID) }

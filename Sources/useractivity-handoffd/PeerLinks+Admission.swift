@@ -11,7 +11,7 @@ extension PeerLinks {
         let group = ConnectionAdmission.group(ofHost: hostPart(of: address))
         let decision = admission.decide(
             group: group,
-            waiting: waiting.map { .init(id: $0.serial, group: ConnectionAdmission.group(ofHost: hostPart(of: $0.address)), since: Int64($0.serial)) },
+            waiting: waiting.map { .init(id: $0.serial, group: $0.admissionGroup, since: Int64($0.serial)) },
             preferred: pairedDeviceGroups)
         switch decision {
         case .admit:
@@ -31,7 +31,7 @@ extension PeerLinks {
     func handshakeSlot(for link: PeerLink) {
         let running = links.filter { $0.role == .server && $0.handshakeStartedAt != nil && !$0.isHandshakeDone && !$0.isClosed }
         let waiting = running.map {
-            ConnectionAdmission.Waiting(id: $0.serial, group: ConnectionAdmission.group(ofHost: hostPart(of: $0.address)), since: Int64($0.handshakeStartedAt ?? 0))
+            ConnectionAdmission.Waiting(id: $0.serial, group: $0.admissionGroup, since: Int64($0.handshakeStartedAt ?? 0))
         }
         if let id = ConnectionAdmission.handshakeToStop(running: waiting, preferred: pairedDeviceGroups) {
             noteAdmissionPressure("stopping the oldest handshake: \(running.count) are running")
@@ -47,7 +47,7 @@ extension PeerLinks {
         var groups = Set<String>()
         for device in context.devices.values where device.paired {
             if !device.address.isEmpty { groups.insert(ConnectionAdmission.group(ofHost: hostPart(of: device.address))) }
-            if let link = device.link { groups.insert(ConnectionAdmission.group(ofHost: hostPart(of: link.address))) }
+            if let link = device.link { groups.insert(link.admissionGroup) }
         }
         return groups
     }

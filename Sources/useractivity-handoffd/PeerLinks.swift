@@ -211,8 +211,7 @@ final class PeerLinks {
         device.fetches.removeAll()
         device.fetchDeadlines.removeAll()
         pairing.peerWentAway(device.id, reason: reason)
-        device.advert = nil
-        device.currentActivity = [:]
+        device.forgetAdvert()
         context.notifier?.withdraw(device.id)
         // A key nobody paired or added (a pairing request, a device found
         // nearby): its object goes with its link.

@@ -28,15 +28,15 @@ struct HostilePairedPeerTests {
     }
 
     /// Runs the hostile peer (`Peers/paired_peer.py`: B's key, taken after B's
-    /// daemon stopped; it sends `sends` after the hellos, answers the first
-    /// fetch with `reply` and sends `afterReply` once a fetch reply arrives)
-    /// against A until it ends or `until` says enough; its lines.
-    func runPeer(_ stacks: TwoStacks, sends: [Frame], reply: Frame? = nil, afterReply: Frame? = nil,
+    /// daemon stopped; it sends `sends` after the hellos, `pace` seconds
+    /// apart, answers the first fetch with `reply` and sends `afterReply`
+    /// once a fetch reply arrives) against A until it ends or `until` says enough; its lines.
+    func runPeer(_ stacks: TwoStacks, sends: [Frame], reply: Frame? = nil, afterReply: Frame? = nil, pace: Double = 0,
                  until: (String) -> Bool = { $0 == "CLOSED" }) throws -> [String] {
         let hello = Frame(.hello, ["name": .string("Stack B"), "version": .uint32(1), "port": .uint32(0)])
         let process = try stacks.b.bus.spawn("/usr/bin/python3", [PeerScripts.path("paired_peer.py"), "\(stacks.a.port)", PeerScripts.identity(of: stacks.b), hex(hello),
                                                                  sends.isEmpty ? "-" : sends.map(hex).joined(separator: ","), reply.map(hex) ?? "-",
-                                                                 afterReply.map(hex) ?? "-"])
+                                                                 afterReply.map(hex) ?? "-", "\(pace)"])
         defer { process.terminate(grace: 0.5) }
         var lines: [String] = []
         while let line = try process.readLine(timeout: 30) {
@@ -175,26 +175,54 @@ struct HostilePairedPeerTests {
         #expect(stacks.a.logEventually(contains: "another activity than the one it advertised"), "\(stacks.logs)")
     }
 
-    @Test func anAdvertFloodUpdatesOneNotificationAFewTimesASecond() throws {
+    /// Adverts as fast as a desktop could never make them, but fewer than the
+    /// rule that drops a link: 90 in about two seconds.
+    @Test func anAdvertFloodUpdatesOneNotificationAndTheActivityAFewTimesASecond() throws {
         let (stacks, onA) = try pairedThenTakeB()
         let server = try stacks.a.spawnScript(notificationServerScript, "notifications.py", ["none"])
-        let adverts = (0..<200).map { index in
+        let watcher = try AdvertTitleWatcher(busAddress: stacks.a.bus.address, devicePath: onA)
+        defer { watcher.close() }
+        let count = 90
+        let adverts = (0..<count).map { index in
             Advert.frame(for: Advert(id: "\(index + 1)", activityType: UA.editType, appID: UA.editor, title: "t\(index)",
                                      webpageURL: "", timestamp: 1, eligibleForHandoff: true))
         }
-        let peer = BackgroundCall { _ = try self.runPeer(stacks, sends: adverts) }
-        #expect(stacks.a.waitForDevice(onA, "CurrentActivity", { $0?.stringVariantEntries?.contains { $0.0 == "title" && $0.1 == .string("t199") } == true }),
+        let started = Date()
+        let peer = BackgroundCall { _ = try self.runPeer(stacks, sends: adverts, pace: 0.02) }
+        #expect(watcher.waitForTitle("t\(count - 1)", timeout: 60), "\(stacks.logs)")
+        // Whatever the load, the flood took A no longer than this to show: one
+        // change at once, then at most one each 250 ms.
+        let seconds = Date().timeIntervalSince(started)
+        #expect(watcher.currentActivitySignals <= Int(seconds * 4) + 1,
+                "\(watcher.titlesShown) shown for \(count) adverts in \(seconds) s\n\(stacks.logs)")
+        // The latest state is what stays shown.
+        #expect(stacks.a.waitForDevice(onA, "CurrentActivity", { $0?.stringVariantEntries?.contains { $0.0 == "title" && $0.1 == .string("t\(count - 1)") } == true }),
                 "\(stacks.logs)")
         var notifications: [String] = []
         while let line = try server.readLine(timeout: 10) {
             notifications.append(line)
-            if line.contains("“t199”") { break }
+            if line.contains("“t\(count - 1)”") { break }
         }
-        // The latest state is shown, in one notification updated in place, a few times a second at most.
-        #expect(notifications.last?.contains("“t199”") == true, "\(notifications)")
+        // In one notification updated in place, a few times a second at most.
+        #expect(notifications.last?.contains("“t\(count - 1)”") == true, "\(notifications)")
         let ids = Set(notifications.compactMap { $0.split(separator: " ").dropFirst().first })
         #expect(ids.count == 1, "\(notifications)")
-        #expect(notifications.count <= 40, "\(notifications.count) Notify calls for 200 adverts")
+        #expect(notifications.count <= Int(seconds * 4) + 1, "\(notifications.count) Notify calls for \(count) adverts")
         _ = peer
+    }
+
+    /// More adverts than any desktop sends (over a hundred within ten seconds): the link drops, A keeps serving.
+    @Test func anAdvertFloodBeyondTheRuleDropsTheLink() throws {
+        let (stacks, onA) = try pairedThenTakeB()
+        let pid = stacks.a.handoffd?.pid
+        let adverts = (0..<150).map { index in
+            Advert.frame(for: Advert(id: "\(index + 1)", activityType: UA.editType, appID: UA.editor, title: "t\(index)",
+                                     webpageURL: "", timestamp: 1, eligibleForHandoff: true))
+        }
+        let lines = try runPeer(stacks, sends: adverts)
+        #expect(lines.last == "CLOSED", "\(lines)")
+        #expect(stacks.a.logEventually(contains: "adverts in 10 s: disconnected"), "\(stacks.logs)")
+        #expect(stacks.a.waitForDevice(onA, "Reachable", { $0 == .boolean(false) }), "\(stacks.logs)")
+        expectAStillServes(stacks, pid, "an advert flood")
     }
 }
