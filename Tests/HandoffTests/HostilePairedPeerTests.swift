@@ -208,7 +208,9 @@ struct HostilePairedPeerTests {
         let ids = Set(notifications.compactMap { $0.split(separator: " ").dropFirst().first })
         #expect(ids.count == 1, "\(notifications)")
         #expect(notifications.count <= Int(seconds * 4) + 1, "\(notifications.count) Notify calls for \(count) adverts")
-        _ = peer
+        // The peer's link stays up; ending A's side lets its thread return and the stacks go.
+        stacks.a.killHandoffd()
+        #expect(waitUntil(timeout: 60) { peer.value != nil })
     }
 
     /// More adverts than any desktop sends (over a hundred within ten seconds): the link drops, A keeps serving.
