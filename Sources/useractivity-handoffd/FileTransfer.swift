@@ -378,7 +378,7 @@ extension ActivityExchange {
     /// A paired device asks for the document of the activity it fetched.
     private func receivedFileRequest(_ request: UInt32, activityID: String, uri: String, on link: PeerLink, device: DeviceObject) {
         let key = FileTransfers.key(link, request)
-        guard transfers.outgoing[key] == nil else { return link.close(reason: "\(link.address) reused a file request number: disconnected") }
+        guard transfers.outgoing[key] == nil else { return onProtocolError(link, "\(link.address) reused a file request number: disconnected") }
         guard transfers.outgoing.values.filter({ $0.link === link }).count < FileTransfers.maximumOutgoingPerLink else {
             link.send(FileTransferMessage.end(request: request, failure: StreamFailure(name: HandoffInterfaces.ErrorName.handoffFailed,
                 message: "\(FileTransfers.maximumOutgoingPerLink) documents are already being sent to \(device.name)")).frame, priority: .bulk)
@@ -406,7 +406,7 @@ extension ActivityExchange {
     /// file, read once away from the loop, in a second header before any byte.
     private func receivedHashRequest(_ transfer: OutgoingFile, key: String, on link: PeerLink) {
         guard !transfer.hashAsked, transfer.sent == 0, transfer.credit == 0 else {
-            return link.close(reason: "\(link.address) asked for a document's SHA-256 again or after its bytes: disconnected")
+            return onProtocolError(link, "\(link.address) asked for a document's SHA-256 again or after its bytes: disconnected")
         }
         transfer.hashAsked = true
         let (request, size) = (transfer.request, transfer.size)
@@ -736,7 +736,7 @@ extension ActivityExchange {
     func receivedFile(_ frame: Frame, on link: PeerLink) {
         guard let device = devices[link.peerDeviceID], device.paired, device.link === link else { return }
         guard let message = FileTransferMessage.parse(frame) else {
-            return link.close(reason: "\(link.address) sent a malformed \(frame.kind) frame: disconnected")
+            return onProtocolError(link, "\(link.address) sent a malformed \(frame.kind) frame: disconnected")
         }
         switch message {
         case .request(let request, let id, let uri):
@@ -744,7 +744,7 @@ extension ActivityExchange {
         case .credit(let request, let bytes):
             guard let transfer = transfers.outgoing[FileTransfers.key(link, request)] else { return }
             guard transfer.credit + Int(bytes) <= FileTransferLimits.window else {
-                return link.close(reason: "\(link.address) credited more than the window: disconnected")
+                return onProtocolError(link, "\(link.address) credited more than the window: disconnected")
             }
             transfer.credit += Int(bytes)
             pumpFiles(on: link)
@@ -769,7 +769,7 @@ extension ActivityExchange {
         case .data(let request, let bytes):
             guard let transfer = transfers.incoming[request], transfer.link === link else { return }
             transfer.lastProgress = now
-            if !receivedFileData(transfer, bytes) { link.close(reason: "\(link.address) sent more of a document than announced or credited: disconnected") }
+            if !receivedFileData(transfer, bytes) { onProtocolError(link, "\(link.address) sent more of a document than announced or credited: disconnected") }
         }
     }
 

@@ -70,6 +70,9 @@ final class PeerLink {
     var onEstablished: ((PeerLink) -> Void)?
     var onFrame: ((PeerLink, Frame) -> Void)?
     var onClosed: ((PeerLink, String) -> Void)?
+    /// A paired device's frame that breaks the protocol (too large, not a
+    /// frame): the owner drops the link and makes the device wait.
+    var onProtocolError: ((PeerLink, String) -> Void)?
     /// A stream-data frame was written and fewer than
     /// ``StreamLimits/queuedDataFrames`` wait: the relays may read their apps again.
     var onDataDrained: ((PeerLink) -> Void)?
@@ -412,7 +415,8 @@ final class PeerLink {
                     onFrame?(self, frame)
                 }
             } catch {
-                close(reason: "\(address) sent a bad frame (\(error)): disconnected")
+                let reason = "\(address) sent a bad frame (\(error)): disconnected"
+                if isPaired, let onProtocolError { onProtocolError(self, reason) } else { close(reason: reason) }
                 return false
             }
         }

@@ -135,6 +135,7 @@ final class PeerLinks {
         link.onEstablished = { [weak self] link in self?.established(link); self?.context.rescheduleTick() }
         link.onFrame = { [weak self] link, frame in self?.received(frame, on: link); self?.context.rescheduleTick() }
         link.onClosed = { [weak self] link, reason in self?.closed(link, reason: reason); self?.context.rescheduleTick() }
+        link.onProtocolError = { [weak self] link, reason in self?.misbehaved(link, reason) }
         link.onDataDrained = { [weak self] link in self?.routes.dataDrained(link) }
         link.onBulkDrained = { [weak self] link in self?.routes.bulkDrained(link) }
         links.append(link)

@@ -31,11 +31,12 @@ struct HostilePairedPeerTests {
     /// daemon stopped; it sends `sends` after the hellos, `pace` seconds
     /// apart, answers the first fetch with `reply` and sends `afterReply`
     /// once a fetch reply arrives) against A until it ends or `until` says enough; its lines.
-    func runPeer(_ stacks: TwoStacks, sends: [Frame], reply: Frame? = nil, afterReply: Frame? = nil, pace: Double = 0,
+    func runPeer(_ stacks: TwoStacks, sends: [Frame], raw: [String] = [], reply: Frame? = nil, afterReply: Frame? = nil, pace: Double = 0,
                  until: (String) -> Bool = { $0 == "CLOSED" }) throws -> [String] {
         let hello = Frame(.hello, ["name": .string("Stack B"), "version": .uint32(1), "port": .uint32(0)])
+        let sent = sends.map(hex) + raw
         let process = try stacks.b.bus.spawn("/usr/bin/python3", [PeerScripts.path("paired_peer.py"), "\(stacks.a.port)", PeerScripts.identity(of: stacks.b), hex(hello),
-                                                                 sends.isEmpty ? "-" : sends.map(hex).joined(separator: ","), reply.map(hex) ?? "-",
+                                                                 sent.isEmpty ? "-" : sent.joined(separator: ","), reply.map(hex) ?? "-",
                                                                  afterReply.map(hex) ?? "-", "\(pace)"])
         defer { process.terminate(grace: 0.5) }
         var lines: [String] = []
@@ -93,14 +94,29 @@ struct HostilePairedPeerTests {
         }
     }
 
+    /// What a paired device may send that breaks the protocol (frames as hex), and what A logs for it:
+    /// a report of nothing fetched, a frame of a kind that does not exist, a malformed document frame.
+    static let offences: [(hex: String, logged: String)] = {
+        let encode = { (frame: Frame) in FrameCodec.encode(frame).map { String(format: "%02x", $0) }.joined() }
+        let keepalive = encode(Frame(.keepalive))
+        // The length (4 bytes), then the kind: 200 is none.
+        let unknownKind = String(keepalive.prefix(8)) + "c8" + String(keepalive.dropFirst(10))
+        return [
+            (encode(Frame(.continued, ["handoff": .string("never fetched"), "app-id": .string(UA.editor)])), "a continued frame for an activity it did not fetch"),
+            (unknownKind, "unknown frame kind 200"),
+            (encode(Frame(.fileCredit, ["request": .string("not a number")])), "sent a malformed fileCredit frame"),
+        ]
+    }()
+
     /// A paired device that broke the protocol is not let in again at once:
     /// it waits (here 60 s, 10 s by default), and longer at each offence.
-    @Test func aDeviceThatBrokeTheProtocolIsRefusedWhenItComesStraightBack() throws {
+    @Test(arguments: 0..<offences.count)
+    func aDeviceThatBrokeTheProtocolIsRefusedWhenItComesStraightBack(offence: Int) throws {
         let (stacks, _) = try pairedThenTakeB(backOffSeconds: 60)
         let pid = stacks.a.handoffd?.pid
-        let first = try runPeer(stacks, sends: [Frame(.continued, ["handoff": .string("never fetched"), "app-id": .string(UA.editor)])])
+        let first = try runPeer(stacks, sends: [], raw: [Self.offences[offence].hex])
         #expect(first.first == "HELLO" && first.last == "CLOSED", "\(first)")
-        #expect(stacks.a.logEventually(contains: "a continued frame for an activity it did not fetch"), "\(stacks.logs)")
+        #expect(stacks.a.logEventually(contains: Self.offences[offence].logged), "\(stacks.logs)")
         let again = try runPeer(stacks, sends: [])
         #expect(!again.contains("HELLO") && again.last == "CLOSED", "let in again at once: \(again)\n\(stacks.logs)")
         expectAStillServes(stacks, pid, "a device that broke the protocol coming back")
