@@ -18,6 +18,9 @@ struct FuzzSequence: Equatable {
     static let requestPlaceholder: UInt32 = 0xDEAD_BEEF
     /// Stands for the id of the daemon's current activity in the corpus.
     static let activityPlaceholder = "@activity@"
+    /// Stands for the handoff id of the fetch a report names; the peer puts
+    /// in the one the daemon's fetch reply gave (32 bytes too, so lengths stay right).
+    static let handoffPlaceholder = "@handoff" + String(repeating: "@", count: 24)
 
     init(sends: [[UInt8]], replies: [[UInt8]] = []) {
         self.sends = sends
@@ -65,6 +68,7 @@ enum FuzzSeeds {
 
     static func all() -> [(name: String, comment: String, sequence: FuzzSequence)] {
         let activity = FuzzSequence.activityPlaceholder
+        let handoff = FuzzSequence.handoffPlaceholder
         let advert = Advert.frame(for: Advert(id: "7", activityType: UA.editType, appID: UA.editor, title: "Quarterly report",
                                                              webpageURL: "", timestamp: 1_700_000_000_000_000, eligibleForHandoff: true))
         let webAdvert = Advert.frame(for: Advert(id: "8", activityType: "org.example.UserActivity.browsing-web", appID: "org.example.Browser",
@@ -81,12 +85,12 @@ enum FuzzSeeds {
             ("rename", "a later hello: the device was renamed",
              FuzzSequence(frames: [Frame(.hello, ["name": .string("Renamed"), "version": .uint32(1), "port": .uint32(4711)])])),
             ("fetch-continued", "fetch the daemon's current activity, then say it was continued",
-             FuzzSequence(frames: [fetch, Frame(.continued, ["handoff": .string(activity), "app-id": .string(UA.editor)])])),
+             FuzzSequence(frames: [fetch, Frame(.continued, ["handoff": .string(handoff), "app-id": .string(UA.editor)])])),
             ("fetch-continue-failed", "fetch, then say continuing failed",
-             FuzzSequence(frames: [fetch, Frame(.continueFailed, ["handoff": .string(activity), "name": .string("org.example.UserActivity.Error.NoApplication"),
+             FuzzSequence(frames: [fetch, Frame(.continueFailed, ["handoff": .string(handoff), "name": .string("org.example.UserActivity.Error.NoApplication"),
                                                                   "message": .string("no app")])])),
             ("stream", "fetch, then a continuation stream: open, data, credit, close",
-             FuzzSequence(frames: [fetch, StreamMessage.open(stream: 1, handoff: activity).frame,
+             FuzzSequence(frames: [fetch, StreamMessage.open(stream: 1, handoff: handoff).frame,
                                    StreamMessage.data(StreamKey(id: 1, openedHere: false), Array("hello".utf8)).frame,
                                    StreamMessage.credit(StreamKey(id: 1, openedHere: false), 4096).frame,
                                    StreamMessage.close(StreamKey(id: 1, openedHere: false), nil).frame,

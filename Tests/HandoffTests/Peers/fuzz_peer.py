@@ -2,7 +2,8 @@
 # The link end of the handoff fuzzer (HandoffFuzzTests): connects to a daemon
 # as a paired device, once per input, and sends what the Swift side built.
 # Commands arrive one per line on a FIFO (its path is the second argument):
-#   RUN <identity> <sends> <replies>   connect, hellos, send each chunk, then the
+#   RUN <identity> <sends> <replies>   connect, hellos, send each chunk (from the
+#       first that names the fetch's handoff id, after the fetch's reply), then the
 #       sentinel; `replies` (or `-`) answer the daemon's next fetch, their
 #       request 0xDEADBEEF replaced by the fetch's. With replies the peer says
 #       `READY` once the sentinel came back and waits for the fetch (or `SKIP`).
@@ -19,6 +20,9 @@ import handoff_peer
 port, fifo, hello, sentinel = int(sys.argv[1]), sys.argv[2], bytes.fromhex(sys.argv[3]), bytes.fromhex(sys.argv[4])
 SENTINEL_REQUEST = bytes.fromhex(sys.argv[5])  # the sentinel fetch's request as its reply carries it (`vu` + 4 bytes)
 MAGIC = b"vu" + (0xDEADBEEF).to_bytes(4, "little")
+# Where a seed names its fetch: the handoff id the daemon's fetch reply gives
+# goes in its place (both 32 bytes, so every length stays right).
+HANDOFF_PLACEHOLDER = b"@handoff" + b"@" * 24
 QUIET = 2.0  # seconds after the sentinel was sent until a link the daemon keeps open is left
 FETCH_WAIT = 8.0  # seconds after READY until the daemon's fetch is given up
 commands = os.open(fifo, os.O_RDONLY)
@@ -52,6 +56,12 @@ def request_of(body):
     return body[at + 9:at + 15] if at >= 0 else None
 
 
+def handoff_of(body):
+    """The `handoff` id of a fetch reply (`s` + its 32-byte length + 32 bytes), or None."""
+    at = body.find(b"s\x07handoffvs\x20")
+    return body[at + 12:at + 44] if at >= 0 else None
+
+
 def next_frame(link, deadline, watch_commands=False):
     """The next frame; None once `deadline` (a time.time()) passed or, when
     `watch_commands`, on a SKIP command; raises when the link ends."""
@@ -80,8 +90,22 @@ def run(identity, sends, replies):
         except handoff_peer.LINK_ERRORS:
             return "refused", kinds
         link.send(hello)
-        for chunk in sends:
-            link.send(chunk)
+        waiting = list(sends)
+        while waiting and HANDOFF_PLACEHOLDER not in waiting[0]:
+            link.send(waiting.pop(0))
+        if waiting:
+            # A report on the fetch: it must name the id the fetch's reply gave.
+            handoff = None
+            deadline = time.time() + QUIET
+            while handoff is None:
+                frame = next_frame(link, deadline)
+                if frame is None:
+                    break
+                kinds.append(frame[0])
+                if frame[0] == 6:
+                    handoff = handoff_of(frame)
+            for chunk in waiting:
+                link.send(chunk.replace(HANDOFF_PLACEHOLDER, handoff) if handoff else chunk)
         link.send(sentinel)
         waiting_for_fetch = bool(replies)
         ready = False
