@@ -73,6 +73,8 @@ final class PeerLink {
     /// A paired device's frame that breaks the protocol (too large, not a
     /// frame): the owner drops the link and makes the device wait.
     var onProtocolError: ((PeerLink, String) -> Void)?
+    /// ``nextDue`` moved outside a frame or a close (the wait after a last frame began).
+    var onDeadlineChanged: ((PeerLink) -> Void)?
     /// A stream-data frame was written and fewer than
     /// ``StreamLimits/queuedDataFrames`` wait: the relays may read their apps again.
     var onDataDrained: ((PeerLink) -> Void)?
@@ -118,8 +120,14 @@ final class PeerLink {
     private var startHandshake: (() -> Void)?
     /// The socket took no more: the rest waits for `writeWatch`.
     private var waitingForRoom = false
-    /// Close once everything queued is written (after a last frame).
+    /// Once everything queued is written (after a last frame), stop
+    /// sending and wait for the peer to close, then close with this reason.
     private var closeWhenWritten: String?
+    /// Set once the last frame is written: nothing more is read into frames,
+    /// and the link closes when the peer does or at this time (monotonic µs).
+    private var drainUntil: Int64?
+    /// How long a peer told its last frame may take to close its end.
+    static let drainMicroseconds: Int64 = 10_000_000
     private let readBuffer = UnsafeMutableRawPointer.allocate(byteCount: 16384, alignment: 8)
     private let loop: MainLoop
     private var readWatch: GLibSource?
@@ -292,7 +300,10 @@ final class PeerLink {
         return true
     }
 
-    /// Sends what is queued, then closes.
+    /// Sends what is queued, then ends this side's writing and waits (up to
+    /// ``drainMicroseconds``) for the peer to close. Closing at once would
+    /// reset the connection while the peer's own frames are unread, and a
+    /// reset can discard the last frame before the peer reads it.
     func close(afterSending reason: String) {
         closeWhenWritten = reason
         writeNext()
@@ -350,8 +361,10 @@ final class PeerLink {
             if queue == .streamData && queuedDataFrames < StreamLimits.queuedDataFrames { onDataDrained?(self) }
             if queue == .bulk && queuedBulkFrames < StreamLimits.queuedDataFrames { onBulkDrained?(self) }
         }
-        if !isClosed, partlyWritten == nil, queues.allSatisfy(\.isEmpty), let reason = closeWhenWritten {
-            close(reason: reason)
+        if !isClosed, partlyWritten == nil, queues.allSatisfy(\.isEmpty), closeWhenWritten != nil, drainUntil == nil {
+            drainUntil = scheduler.monotonic + Self.drainMicroseconds
+            if let fd = socketDescriptor { shutdown(fd, Int32(SHUT_WR)) }
+            onDeadlineChanged?(self)
         }
         return false
     }
@@ -396,14 +409,15 @@ final class PeerLink {
             } catch let failure as GIOFailure where failure.wouldBlock {
                 return true
             } catch {
-                close(reason: "reading from \(address) failed: \(error.gioMessage)")
+                close(reason: drainUntil != nil ? closeWhenWritten ?? "" : "reading from \(address) failed: \(error.gioMessage)")
                 return false
             }
             guard !isClosed else { return false }
             if count == 0 {
-                close(reason: "\(address) closed the connection")
+                close(reason: drainUntil != nil ? closeWhenWritten ?? "" : "\(address) closed the connection")
                 return false
             }
+            if drainUntil != nil { continue }
             liveness.received(now: scheduler.monotonic)
             reader.append(UnsafeRawBufferPointer(start: readBuffer, count: count))
             do {
@@ -433,12 +447,17 @@ final class PeerLink {
     /// the peer's hello, then keepalives; nil once closed.
     var nextDue: Int64? {
         if isClosed { return nil }
+        if let drainUntil { return drainUntil }
         let keepalive = peerKeyID.isEmpty ? Int64.max : liveness.nextDue
         return helloReceived ? keepalive : min(keepalive, createdAt + handshakeDeadlineMicroseconds)
     }
 
     func tick() {
         guard !isClosed else { return }
+        if let drainUntil {
+            if scheduler.monotonic >= drainUntil { close(reason: closeWhenWritten ?? "") }
+            return
+        }
         if !helloReceived && scheduler.monotonic >= createdAt + handshakeDeadlineMicroseconds {
             return close(reason: "\(address) did not complete the handshake within \(handshakeDeadlineMicroseconds / 1_000_000) s")
         }

@@ -136,6 +136,7 @@ final class PeerLinks {
         link.onFrame = { [weak self] link, frame in self?.received(frame, on: link); self?.context.rescheduleTick() }
         link.onClosed = { [weak self] link, reason in self?.closed(link, reason: reason); self?.context.rescheduleTick() }
         link.onProtocolError = { [weak self] link, reason in self?.misbehaved(link, reason) }
+        link.onDeadlineChanged = { [weak self] _ in self?.context.rescheduleTick() }
         link.onDataDrained = { [weak self] link in self?.routes.dataDrained(link) }
         link.onBulkDrained = { [weak self] link in self?.routes.bulkDrained(link) }
         links.append(link)
