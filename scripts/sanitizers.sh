@@ -81,18 +81,62 @@ thread_skip='^(UserActivityTests|DiscoveryTests|ExampleAppTests)\.|^HandoffTests
 library_only='^UserActivityTests\.'
 library_skip='^(UserActivityTests|DiscoveryTests|ExampleAppTests)\.'
 
+# The tests of the run that began at line $1 of $log that started and have
+# not ended, a line each.
+unfinished_tests() {
+    tail -n +"$1" "$log" | awk '
+        /^◇ Test .* started\.$/ { name = $0; sub(/^◇ Test /, "", name); sub(/ started\.$/, "", name); open[name] = 1 }
+        /^[✔✘] Test .* (passed|failed) after / { name = $0; sub(/^[✔✘] Test /, "", name); sub(/ (passed|failed) after .*$/, "", name); delete open[name] }
+        END { for (name in open) print "  " name }' | sort
+}
+
+# Every process below $1, deepest last.
+descendants() {
+    for child in $(pgrep -P "$1"); do echo "$child"; descendants "$child"; done
+}
+
+# What a run that is about to hit its time limit is doing, in $stuck: the
+# tests still running and, with gdb, every thread's stack in the test
+# process and the daemons it started. A hang then names itself.
+report_stuck() {
+    {
+        echo "=== $sanitizer: still running after $((limit - 60)) s: $*"
+        echo "tests started and not ended:"
+        unfinished_tests "$2"
+        ps -o pid,ppid,etime,args -p "$(descendants "$1" | paste -s -d, -)" 2>/dev/null | cut -c1-240
+        if command -v gdb >/dev/null 2>&1; then
+            for pid in $(descendants "$1"); do
+                echo "--- threads of $pid: $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-200)"
+                timeout 60 gdb -p "$pid" -batch -nx -ex 'thread apply all bt 20' 2>/dev/null | grep -E '^(Thread|#)'
+            done
+        fi
+    } >>"$stuck" 2>&1
+}
+
 # One `swift test` run of the built tests ($sanitizer, $scratch), appended
 # to $log; its arguments select the tests. Leak checking off: see above. log_path: one file per
 # process that reports. The Swift backtracer would catch the fatal signal
-# before the sanitizer's report.
+# before the sanitizer's report. A minute before the time limit the watchdog
+# writes what is still running to $stuck.
 run_tests() {
     echo "=== $sanitizer: testing $*"
+    first_line=$(( $(wc -l <"$log") + 1 ))
     USERACTIVITYD_PATH="$PWD/$scratch/debug/useractivityd" \
     ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:halt_on_error=1:log_path=$reports/asan" \
     TSAN_OPTIONS="halt_on_error=0:second_deadlock_stack=1:log_path=$reports/tsan" \
     SWIFT_BACKTRACE="enable=no" \
-    timeout -k 30 "$limit" swift test --skip-build --sanitize="$sanitizer" --scratch-path "$scratch" "$@" >>"$log" 2>&1
+    timeout -k 30 "$limit" swift test --skip-build --sanitize="$sanitizer" --scratch-path "$scratch" "$@" >>"$log" 2>&1 &
+    test_pid=$!
+    (
+        sleep $((limit > 120 ? limit - 60 : limit / 2)) &
+        wait $!
+        kill -0 "$test_pid" 2>/dev/null && report_stuck "$test_pid" "$first_line" "$*"
+    ) &
+    watchdog=$!
+    wait "$test_pid"
     run_result=$?
+    pkill -P "$watchdog" sleep 2>/dev/null
+    wait "$watchdog" 2>/dev/null
     [ $run_result -eq 124 ] && echo "$sanitizer: the tests did not finish within $limit s (SANITIZER_TIMEOUT)" >>"$log"
     return $run_result
 }
@@ -108,6 +152,7 @@ for sanitizer in $sanitizers; do
         *) echo "unknown sanitizer: $sanitizer (address or thread)" >&2; exit 2 ;;
     esac
     log="$scratch-test.log"
+    stuck="$scratch-stuck.log"
     reports="$PWD/$scratch/sanitizer-reports"
     echo "=== $sanitizer: building in $scratch"
     start=$(date +%s)
@@ -121,6 +166,7 @@ for sanitizer in $sanitizers; do
     rm -rf "$reports"
     mkdir -p "$reports"
     : >"$log"
+    rm -f "$stuck"
     result=0
     if [ "$sanitizer" = address ] && [ -z "${SANITIZER_FILTER:-}" ] && [ -z "${SANITIZER_SKIP+set}" ]; then
         # The client library's tests in a process of their own, as in
@@ -146,6 +192,10 @@ for sanitizer in $sanitizers; do
         if grep -q -E "^✘ Test .* failed after" "$log"; then
             echo "--- $sanitizer: failed tests ($log)"
             grep -E "^✘ Test .* (recorded an issue|failed after)" "$log" | head -20
+        fi
+        if [ -s "$stuck" ]; then
+            echo "--- $sanitizer: what was still running a minute before the time limit ($stuck)"
+            head -400 "$stuck"
         fi
         echo "--- $sanitizer: end of $log"
         tail -40 "$log"
