@@ -220,28 +220,43 @@ extension HandoffDaemon {
             guard let link = links.dial(address, device: pairedThere) else { return }
             links.pendingAddPeer.append((link, message))
         case .resetIdentity:
-            disable()
-            for device in context.devices.values { context.emitInterfacesRemoved(device) }
-            context.devices.removeAll()
-            context.state.devices.removeAll()
-            // Devices paired before must not recognise the new identity's tokens either.
-            context.state.resolvingKey = []
-            context.state.deviceID = ""
-            context.identity = nil
-            context.directory.remove(IdentityStore.keyFile)
-            context.directory.remove(IdentityStore.certificateFile)
-            do {
-                let made = try IdentityStore.create(in: context.directory, name: state.deviceName)
-                context.identity = made
-                context.identityError = ""
-                context.state.deviceID = made.deviceID
-                context.save()
-                if state.enabled { try enable() }
-                context.reply(message, [.string(made.deviceID)])
-            } catch {
-                context.reply(message, error: HandoffError("HandoffFailed", "cannot make a new identity: \(error)"))
+            // The one step after the handler: the reply, then the signals of what changed.
+            let (result, forgotten) = resetIdentity()
+            switch result {
+            case .success(let deviceID): context.reply(message, [.string(deviceID)])
+            case .failure(let error): context.reply(message, error: error)
             }
+            for device in forgotten { context.emitInterfacesRemoved(device) }
             emitManagerChanged(["DeviceId", "IdentityError", "ListenPort"])
+        }
+    }
+
+    /// Forgets every device and this device's key, makes a new one and listens
+    /// again if Handoff is on. Returns the new DeviceId (or why there is none)
+    /// and the device objects that are gone.
+    private func resetIdentity() -> (Result<String, HandoffError>, [DeviceObject]) {
+        disable()
+        let forgotten = Array(context.devices.values)
+        context.devices.removeAll()
+        context.state.devices.removeAll()
+        // Devices paired before must not recognise the new identity's tokens either.
+        context.state.resolvingKey = []
+        context.state.deviceID = ""
+        context.identity = nil
+        context.directory.remove(IdentityStore.keyFile)
+        context.directory.remove(IdentityStore.certificateFile)
+        do {
+            let made = try IdentityStore.create(in: context.directory, name: state.deviceName)
+            context.identity = made
+            context.identityError = ""
+            context.state.deviceID = made.deviceID
+            context.save()
+            if state.enabled { try enable() }
+            return (.success(made.deviceID), forgotten)
+        } catch {
+            // The devices are forgotten whether or not a new key could be made.
+            context.save()
+            return (.failure(HandoffError("HandoffFailed", "cannot make a new identity: \(error)")), forgotten)
         }
     }
 

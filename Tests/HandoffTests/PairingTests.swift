@@ -97,9 +97,13 @@ struct PairingTests {
 
     @Test func aNewKeyAtAPairedAddressIsNotAccepted() throws {
         let stacks = try TwoStacks()
-        let (onA, _) = try stacks.pair()
+        let (onA, onB) = try stacks.pair()
         // B gets a new identity: A must not take the new key for the pinned device.
         _ = try stacks.b.handoff("ResetIdentity")
+        // B forgot every device with its old key.
+        #expect((try? stacks.b.deviceProperties(onB))?["Paired"] != .boolean(true))
+        let stateOfB = (try? String(contentsOfFile: stacks.b.session.stateHome + "/useractivity/handoff/peers.ini", encoding: .utf8)) ?? ""
+        #expect(!stateOfB.contains("Paired=true"), "\(stateOfB)")
         #expect(stacks.a.waitForDevice(onA, "Reachable", { $0 == .boolean(false) }), "\(stacks.logs)")
         let newPath = stacks.a.devicePath(of: stacks.b)
         #expect(newPath != onA)
