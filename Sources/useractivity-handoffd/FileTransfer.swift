@@ -604,6 +604,7 @@ extension ActivityExchange {
             transfer.link?.send(FileTransferMessage.end(request: transfer.request, failure: nil).frame)
             return finishIncoming(transfer, .success(FileSharingPolicy.fileURI(forPath: transfer.localPath)), tellOrigin: false)
         }
+        log.info("\(transfer.deviceName)'s document differs from the one at \(transfer.localPath) (the same size, another SHA-256): brought to the downloads folder")
         startReceiving(transfer)
     }
 

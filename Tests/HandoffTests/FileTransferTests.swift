@@ -25,8 +25,8 @@ struct FileTransferTests {
         var downloads: String { homeB + "/Downloads/Stack A" }
     }
 
-    func setUp(cap: UInt64? = nil, appsA: [(id: String, types: [String])] = [(UA.editor, [])]) throws -> Setup {
-        let stacks = try TwoStacks(appsA: appsA)
+    func setUp(cap: UInt64? = nil, appsA: [(id: String, types: [String])] = [(UA.editor, [])], placementB: HandoffStack.Placement? = nil) throws -> Setup {
+        let stacks = try TwoStacks(appsA: appsA, placementB: placementB)
         let recorder = try LaunchRecorder(directory: stacks.b.session.root)
         let record = stacks.b.session.root + "/editor.argv"
         try stacks.b.session.writeDesktopEntry(appID: UA.editor, types: [], exec: recorder.command(recordingTo: record).joined(separator: " ") + " %U",
@@ -135,6 +135,61 @@ struct FileTransferTests {
         #expect((LaunchRecorder.read(setup.record) ?? []).contains("ARG \(sharedPath)"))
     }
 
+    /// B's handoffd, once ``bind(_:over:)`` was called, in a mount namespace
+    /// of its own where B's own file is bind-mounted over the document's path:
+    /// the same path names other bytes on B than on A, as on two machines.
+    final class OwnFileOnB: @unchecked Sendable {
+        private let lock = NSLock()
+        private var mount: (source: String, target: String)?
+
+        func bind(_ source: String, over target: String) { lock.withLock { mount = (source, target) } }
+
+        var placement: HandoffStack.Placement {
+            HandoffStack.Placement(listen: "127.0.0.1:0", systemBusAddress: nil) { [self] executable, arguments, environment in
+                guard let mount = lock.withLock({ mount }) else {
+                    return try ChildProcess(executable: executable, arguments: arguments, environment: environment, stdout: .capture, stderr: .capture)
+                }
+                let tool = try resolveExecutable("mount", environment: ["PATH": standardSearchPath])
+                // unshare and sh exec in turn: the PID is handoffd's.
+                return try ChildProcess(executable: "/usr/bin/unshare",
+                                        arguments: ["--mount", "--propagation", "private", "--", "/bin/sh", "-c", "\"$0\" --bind \"$1\" \"$2\" && shift 2 && exec \"$@\"",
+                                                    tool, mount.source, mount.target, executable] + arguments,
+                                        environment: environment, stdout: .capture, stderr: .capture)
+            }
+        }
+    }
+
+    @Test("Other bytes of the same size at the same path on B: B asks for the SHA-256, brings the file to its downloads folder, opens that copy, and leaves its own as it was",
+          .enabled(if: canMakeMountNamespaces, "needs unshare -m and mount --bind (root)"))
+    func sameSizeOtherBytesAreBrought() throws {
+        let ownFile = OwnFileOnB()
+        let setup = try setUp(placementB: ownFile.placement)
+        let sharedPath = setup.homeA + "/Notes.bin"
+        let bytesOfA = try randomFile(sharedPath, bytes: 1 << 20)
+        let ownPath = setup.homeB + "/Notes.bin"
+        let bytesOfB = try randomFile(ownPath, bytes: 1 << 20)
+        try #require(bytesOfA != bytesOfB)
+        // B's handoffd sees A's home path as its own, and at the document's path its own file.
+        setup.stacks.b.killHandoffd()
+        ownFile.bind(ownPath, over: sharedPath)
+        setup.stacks.b.extraEnvironment["HOME"] = setup.homeA
+        try setup.stacks.b.startHandoffd()
+        #expect(setup.stacks.b.waitForDevice(setup.onB, "Reachable", timeout: 60, { $0 == .boolean(true) }), "\(setup.stacks.logs)")
+        try publish(setup, uri: fileURI(sharedPath), title: "Notes.bin")
+        let outcome = continueOnB(setup)
+        #expect(outcome.error == nil && outcome.appID == UA.editor, "\(outcome) \(setup.stacks.logs)")
+        // The SHA-256s were compared (B asked A for its own), and they differ.
+        #expect(setup.stacks.b.logEventually(contains: "differs from the one at \(sharedPath)"), "\(setup.stacks.logs)")
+        let downloads = setup.homeA + "/Downloads/Stack A"
+        let arrived = downloads + "/Notes.bin"
+        #expect(FileManager.default.contents(atPath: arrived) == bytesOfA, "\(setup.stacks.logs)")
+        #expect(filesUnder(downloads) == ["Notes.bin"], "no temporary file stays")
+        #expect(FileManager.default.contents(atPath: ownPath) == bytesOfB, "B's own file is untouched")
+        #expect(FileManager.default.contents(atPath: sharedPath) == bytesOfA)
+        let launched = LaunchRecorder.read(setup.record) ?? []
+        #expect(launched.contains("ARG \(arrived)") && !launched.contains("ARG \(sharedPath)"), "\(launched)")
+    }
+
     @Test("Refused: over the cap (FileTooLarge), a hidden path, a symlink to /etc/passwd; nothing is left on B")
     func refusalsLeaveNothing() throws {
         let setup = try setUp(cap: 1 << 20)
@@ -171,8 +226,10 @@ struct FileTransferTests {
         #expect(waitUntil(timeout: 120) { call.value != nil })
         #expect(call.value == UA.error("HandoffFailed"), "\(call.value ?? "-") \(setup.stacks.logs)")
         #expect(filesUnder(setup.downloads).isEmpty, "\(filesUnder(setup.downloads))")
-        #expect(setup.stacks.a.handoffLog.contains("changed while it was sent") || setup.stacks.b.handoffLog.contains("changed while it was sent"),
-                "\(setup.stacks.logs)")
+        // A log line reaches handoffLog some time after the reply: waited for, not read once.
+        #expect(waitUntil(timeout: 30) {
+            setup.stacks.a.handoffLog.contains("changed while it was sent") || setup.stacks.b.handoffLog.contains("changed while it was sent")
+        }, "\(setup.stacks.logs)")
     }
 
     /// The temporary files in `directory`, with their sizes.

@@ -108,50 +108,28 @@ while True:
 /// LAN's (`.2`, a paired device's address, and ``strangerAddresses``).
 /// Addresses are `10.232.<n>.x/24`, `<n>` random per LAN; namespaces are
 /// named `uaflood-<pid>-…` and deleted by ``tearDown()`` (also from deinit)
-/// or, when a killed run left them, by the next run.
+/// or, when a killed run left them, by the next set-up.
 final class HostileLAN: @unchecked Sendable {
     enum Side: Int { case victim = 0, lan = 1 }
 
-    let namespaces: [String]
-    let victimAddress: String
-    let deviceAddress: String
-    let strangerAddresses: [String]
-    private static let prefix = "uaflood-"
+    static let prefix = "uaflood-"
+    private let pair: VethNamespacePair
+    var namespaces: [String] { pair.namespaces }
+    var victimAddress: String { pair.addresses[Side.victim.rawValue][0] }
+    var deviceAddress: String { pair.addresses[Side.lan.rawValue][0] }
+    var strangerAddresses: [String] { Array(pair.addresses[Side.lan.rawValue].dropFirst()) }
 
-    static var skipReason: String? {
-        geteuid() != 0 ? "needs root to create network namespaces (CI runs the tests as root)" : nil
-    }
+    static var skipReason: String? { VethNamespacePair.skipReason }
 
     init(strangers: Int = 10) throws {
-        Self.deleteStaleNamespaces()
-        let tag = "\(getpid())-\(UInt32.random(in: 0..<0xFFFF))"
-        let subnet = Int.random(in: 1...254)
-        namespaces = [Self.prefix + tag + "-v", Self.prefix + tag + "-l"]
-        let interfaces = ["uaf\(tag.suffix(4))v", "uaf\(tag.suffix(4))l"]
-        victimAddress = "10.232.\(subnet).1"
-        deviceAddress = "10.232.\(subnet).2"
-        strangerAddresses = (0..<strangers).map { "10.232.\(subnet).\(10 + $0)" }
-        do {
-            for name in namespaces { try Self.ip(["netns", "add", name]) }
-            try Self.ip(["link", "add", interfaces[0], "netns", namespaces[0], "type", "veth", "peer", "name", interfaces[1], "netns", namespaces[1]])
-            // The device's address first: the LAN side's connections come from it unless bound elsewhere.
-            for (side, addresses) in [(0, [victimAddress]), (1, [deviceAddress] + strangerAddresses)] {
-                for address in addresses { try Self.ip(["-n", namespaces[side], "addr", "add", address + "/24", "dev", interfaces[side]]) }
-                try Self.ip(["-n", namespaces[side], "link", "set", "lo", "up"])
-                try Self.ip(["-n", namespaces[side], "link", "set", interfaces[side], "up"])
-            }
-        } catch {
-            tearDown()
-            throw error
-        }
+        // The device's address first: the LAN side's connections come from it unless bound elsewhere.
+        pair = try VethNamespacePair(prefix: Self.prefix, interfacePrefix: "uaf", sides: ("v", "l"), network: "10.232",
+                                     hosts: ([1], [2] + (0..<strangers).map { 10 + $0 }))
     }
-
-    deinit { tearDown() }
 
     /// Starts `executable` inside a namespace (`ip netns exec` execs it: the PID is its own).
     func spawn(on side: Side, _ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> ChildProcess {
-        try ChildProcess(executable: "ip", arguments: ["netns", "exec", namespaces[side.rawValue], executable] + arguments,
-                         environment: ["PATH": standardSearchPath].merging(environment) { $1 }, stdout: .capture, stderr: .capture)
+        try pair.spawn(in: side.rawValue, executable, arguments, environment: environment)
     }
 
     /// A handoff daemon on `side`, listening on its address there, with the
@@ -163,17 +141,7 @@ final class HostileLAN: @unchecked Sendable {
         }
     }
 
-    func tearDown() {
-        for name in namespaces { _ = try? Self.ip(["netns", "del", name]) }
-    }
-
-    private static func ip(_ arguments: [String]) throws {
-        try NetworkNamespaceTools.ip(arguments)
-    }
-
-    private static func deleteStaleNamespaces() {
-        NetworkNamespaceTools.deleteStale(prefix: prefix)
-    }
+    func tearDown() { pair.tearDown() }
 }
 
 /// What /proc says about a process: open descriptors, threads, its descriptor limit.
