@@ -45,15 +45,7 @@ import Testing
         /// a as b sees it.
         var seen: DeviceObject? { b.device(a) }
 
-        func meetPaired() -> Bool {
-            guard devices.meet() else { return false }
-            for side in [a, b] {
-                let other = side === a ? b : a
-                side.device(other)?.paired = true
-                side.device(other)?.link?.isPaired = true
-            }
-            return true
-        }
+        func meetPaired() -> Bool { devices.meetPaired() }
 
         /// a sends adverts titled `titles`, and b's exchange has received them all.
         func send(_ titles: [String]) -> Bool {

@@ -151,6 +151,16 @@ final class TwoDevices {
         return spin { a.device(b)?.reachable == true && b.device(a)?.reachable == true }
     }
 
+    /// `a` and `b` meet and are paired both ways (as a finished pairing leaves them).
+    func meetPaired() -> Bool {
+        guard meet() else { return false }
+        for (side, other) in [(a!, b!), (b!, a!)] {
+            side.device(other)?.paired = true
+            side.device(other)?.link?.isPaired = true
+        }
+        return true
+    }
+
     func stop() {
         a?.stop()
         b?.stop()
