@@ -347,7 +347,7 @@ func variants(_ pairs: [(String, TypedValue)]) -> TypedValue {
         }
     }
 
-    @Test func anOpenDocumentOfALocalFileIsAskedOfTheDeviceByItsURI() throws {
+    @Test func anOpenDocumentOfALocalFileIsAskedOfTheDeviceByItsURIAndItsRefusalPassedOn() throws {
         try TwoDevices.run { devices in
             let ex = try Exchanges(devices)
             ex.originAnswers = false
@@ -358,9 +358,22 @@ func variants(_ pairs: [(String, TypedValue)]) -> TypedValue {
             let uri = "file:///home/someone/Documents/report.odt"
             #expect(ex.answerFetch(type: advert.activityType, properties: Exchanges.properties(of: advert, userInfo: [("uri", .string(uri))])))
             #expect(devices.spin { ex.atOrigin.contains { $0.kind == .fileRequest } })
-            let request = ex.atOrigin.first { $0.kind == .fileRequest }
-            #expect(request?.string("uri") == uri && request?.string("id") == advert.id)
+            let request = try #require(ex.atOrigin.first { $0.kind == .fileRequest })
+            #expect(request.string("uri") == uri && request.string("id") == advert.id)
             #expect(result() == nil)
+            // a refuses it, by a name of its own and a long text: HandoffFailed, the text cut to the limit, and a is told.
+            let long = "the document is not shared: " + String(repeating: "e\u{301}", count: 4 * HandoffLimits.maximumMessageBytes)
+            let refusal = FileTransferMessage.end(request: try #require(request.uint32("request")),
+                                                  failure: StreamFailure(name: "org.example.Elsewhere.Error.Nope", message: long))
+            try #require(ex.a.device(ex.b)?.link).send(refusal.frame)
+            #expect(devices.spin { result() != nil })
+            let error = try #require(Self.failure(result()))
+            #expect(error.name == HandoffInterfaces.ErrorName.handoffFailed)
+            #expect(error.message.utf8.count <= HandoffLimits.maximumMessageBytes && long.hasPrefix(error.message), "\(error.message.utf8.count) bytes")
+            #expect(devices.spin { ex.atOrigin.contains { $0.kind == .continueFailed } })
+            #expect(ex.atOrigin.first { $0.kind == .continueFailed }?.string("handoff") == "0f1e2d3c4b5a69788796a5b4c3d2e1f0")
+            #expect(ex.settle(ex.b))
+            #expect(ex.useractivityd.continued.isEmpty)
         }
     }
 
@@ -425,12 +438,14 @@ func variants(_ pairs: [(String, TypedValue)]) -> TypedValue {
             #expect(ex.advertise(Exchanges.webPage))
             let result = ex.continueOnB()
             let request = try #require(ex.fetchAtOrigin()?.uint32("request"))
-            let long = String(repeating: "x", count: 4 * HandoffLimits.maximumMessageBytes)
+            // Characters of three bytes each (e and a combining acute accent): the limit is in bytes, whatever the characters.
+            let long = String(repeating: "e\u{301}", count: 4 * HandoffLimits.maximumMessageBytes)
             try #require(ex.a.device(ex.b)?.link).send(Frame(.error, ["request": .uint32(request), "name": .string(sent), "message": .string(long)]))
             #expect(devices.spin { result() != nil })
             let error = try #require(Self.failure(result()))
             #expect(error.name == given)
-            #expect(error.message.utf8.count == HandoffLimits.maximumMessageBytes)
+            #expect(error.message.utf8.count <= HandoffLimits.maximumMessageBytes, "\(error.message.utf8.count) bytes")
+            #expect(error.message.utf8.count > HandoffLimits.maximumMessageBytes - 3 && long.hasPrefix(error.message))
             if linkStays {
                 #expect(ex.sync(from: ex.a))
                 #expect(ex.seen?.reachable == true)
