@@ -294,7 +294,7 @@ final class ActivityExchange {
             // Only the errors an origin may give are passed on, by a name libdbus accepts; anything else is HandoffFailed.
             let name = frame.string("name") ?? ""
             let known = HandoffLimits.originErrors.contains(name) ? name : "HandoffFailed"
-            completion(.failure(HandoffError(known, String((frame.string("message") ?? "").prefix(HandoffLimits.maximumMessageBytes)))))
+            completion(.failure(HandoffError(known, (frame.string("message") ?? "").prefix(utf8Bytes: HandoffLimits.maximumMessageBytes))))
             if !DBusValueCheck.isValidErrorName(name) { protocolError(link, "an error reply whose name is not an error name") }
         case .continued:
             // Only for a fetch this device made from here (by the handoff id its reply gave), and once.

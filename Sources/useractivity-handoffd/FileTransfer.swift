@@ -688,7 +688,7 @@ extension ActivityExchange {
         if let failure {
             let known = [HandoffInterfaces.ErrorName.handoffFailed, HandoffInterfaces.errorPrefix + "FileTooLarge"].contains(failure.name)
             let name = known ? failure.name : HandoffInterfaces.ErrorName.handoffFailed
-            return finishIncoming(transfer, .failure(HandoffError(name, String(failure.message.prefix(HandoffLimits.maximumMessageBytes)))), tellOrigin: false)
+            return finishIncoming(transfer, .failure(HandoffError(name, failure.message.prefix(utf8Bytes: HandoffLimits.maximumMessageBytes))), tellOrigin: false)
         }
         finishIncoming(transfer, .failure(HandoffError("HandoffFailed", "the document ended early")), tellOrigin: false)
     }

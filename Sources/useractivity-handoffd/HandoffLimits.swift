@@ -20,7 +20,8 @@ enum HandoffLimits {
     /// (no desktop's current activity changes that often) is a protocol error.
     static let maximumAdvertsPerWindow = 100
     static let advertFloodWindowMicroseconds: Int64 = 10_000_000
-    /// An error's text passed on from another device.
+    /// An error's text passed on from another device, in UTF-8 bytes (a count of
+    /// characters would let combining marks make it as large as a frame).
     static let maximumMessageBytes = 1024
     /// The errors an origin answers a fetch with, passed on by name; any other is HandoffFailed.
     static let originErrors: Set<String> = [
