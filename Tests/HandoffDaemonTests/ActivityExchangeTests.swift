@@ -324,6 +324,28 @@ func variants(_ pairs: [(String, TypedValue)]) -> TypedValue {
         }
     }
 
+    @Test(arguments: ["a file descriptor", "an object path that is not one"])
+    func aFetchedActivityWithAValueLibdbusWouldRefuseNeverReachesIt(_ kind: String) throws {
+        try TwoDevices.run { devices in
+            let ex = try Exchanges(devices)
+            ex.originAnswers = false
+            #expect(devices.meetPaired())
+            let advert = Exchanges.webPage
+            #expect(ex.advertise(advert))
+            let result = ex.continueOnB()
+            let value: TypedValue = kind == "a file descriptor" ? .unixFD(0) : .objectPath("not a path")
+            #expect(ex.answerFetch(type: advert.activityType, properties: Exchanges.properties(of: advert, userInfo: [("position", value)])))
+            #expect(devices.spin { result() != nil })
+            let error = try #require(Self.failure(result()))
+            #expect(error.name == HandoffInterfaces.ErrorName.handoffFailed)
+            #expect(error.message.contains("cannot be continued"), "\(error.message)")
+            #expect(devices.spin { ex.seen?.reachable == false })
+            #expect(ex.b.closedLinks.contains { $0.contains("sent an activity with") }, "\(ex.b.closedLinks)")
+            #expect(ex.settle(ex.b))
+            #expect(ex.useractivityd.continued.isEmpty)
+        }
+    }
+
     @Test(arguments: ["smb://server/share/report.odt", "https://example.org/report.odt", "file://otherhost/home/report.odt", ""])
     func anOpenDocumentIsBroughtOnlyFromALocalFileOfTheDevice(_ uri: String) throws {
         try TwoDevices.run { devices in
