@@ -98,6 +98,31 @@ func variants(_ pairs: [(String, TypedValue)]) -> TypedValue {
             }
         }
 
+        /// Two devices linked and paired, with their exchanges; the test speaks for `speaker` (its exchange only records).
+        enum Speaker { case neither, origin, receiver }
+        static func run(speakingFor speaker: Speaker = .neither, _ body: (Exchanges, TwoDevices) throws -> Void) throws {
+            try TwoDevices.run { devices in
+                let exchanges = try Exchanges(devices)
+                exchanges.originAnswers = speaker != .origin
+                exchanges.receiverAnswers = speaker != .receiver
+                #expect(devices.meetPaired())
+                try body(exchanges, devices)
+            }
+        }
+
+        /// The failure a continue ended in (nil when it succeeded or never ended).
+        func failure(of result: () -> Result<String, HandoffError>?) -> HandoffError? {
+            guard devices.spin(until: { result() != nil }), case .failure(let error)? = result() else { return nil }
+            return error
+        }
+
+        /// `side` dropped its link to the other device for a protocol error (`reason`), and makes it wait before it links again.
+        func dropped(by side: DeviceUnderTest, saying reason: String) -> Bool {
+            let other = side === a ? b : a
+            return devices.spin { side.device(other)?.reachable == false }
+                && side.closedLinks.contains { $0.contains(reason) } && side.links.isBackingOff(other.id)
+        }
+
         var a: DeviceUnderTest { devices.a }
         var b: DeviceUnderTest { devices.b }
         /// a as b sees it.
@@ -160,15 +185,8 @@ func variants(_ pairs: [(String, TypedValue)]) -> TypedValue {
         }
     }
 
-    static func failure(_ result: Result<String, HandoffError>?) -> HandoffError? {
-        if case .failure(let error)? = result { return error }
-        return nil
-    }
-
     @Test func anAdvertFromThePairedDeviceIsItsCurrentActivityUntilANewerOne() throws {
-        try TwoDevices.run { devices in
-            let ex = try Exchanges(devices)
-            #expect(devices.meetPaired())
+        try Exchanges.run { ex, devices in
             #expect(ex.advertise(Exchanges.webPage))
             let shown = try #require(ex.seen?.currentActivity)
             #expect(shown[Advert.key(.title)]?.stringValue == "Release notes")
@@ -198,17 +216,13 @@ func variants(_ pairs: [(String, TypedValue)]) -> TypedValue {
     }
 
     @Test func continuingAnActivityThatMayNotBeOpenedHereAsksNothingOfTheDevice() throws {
-        try TwoDevices.run { devices in
-            let ex = try Exchanges(devices)
-            ex.originAnswers = false
-            #expect(devices.meetPaired())
+        try Exchanges.run(speakingFor: .origin) { ex, devices in
             var script = Exchanges.webPage
             script.webpageURL = "javascript:alert(document.cookie)"
             #expect(ex.advertise(script))
             let result = ex.continueOnB()
-            let error = try #require(Self.failure(result()))
-            #expect(error.name == HandoffInterfaces.ErrorName.handoffFailed)
-            #expect(error.message.contains("only http and https"), "\(error.message)")
+            let error = try #require(ex.failure(of: result))
+            #expect(error.name == HandoffInterfaces.ErrorName.handoffFailed && error.message.contains("only http and https"), "\(error.name): \(error.message)")
             #expect(ex.seen?.fetches.isEmpty == true && ex.seen?.fetchDeadlines.isEmpty == true)
             #expect(ex.sync(from: ex.b))
             #expect(!ex.atOrigin.contains { $0.kind == .fetch })
@@ -216,15 +230,13 @@ func variants(_ pairs: [(String, TypedValue)]) -> TypedValue {
     }
 
     @Test func continuingFetchesFromTheOriginContinuesHereAndTellsTheOriginByTheHandoffId() throws {
-        try TwoDevices.run { devices in
-            let ex = try Exchanges(devices)
-            #expect(devices.meetPaired())
+        try Exchanges.run { ex, devices in
             let advert = Exchanges.webPage
             ex.useractivityd.payload = (advert.activityType, Exchanges.properties(of: advert))
             #expect(ex.advertise(advert))
             let result = ex.continueOnB()
             #expect(devices.spin { result() != nil })
-            #expect(try result()?.get() == ex.useractivityd.continuingApp)
+            #expect((try? result()?.get()) == ex.useractivityd.continuingApp)
             #expect(ex.useractivityd.fetched == [Interfaces.activityPathPrefix + advert.id])
             #expect(ex.useractivityd.continued.map(\.type) == [advert.activityType])
             #expect(devices.spin { ex.useractivityd.marked.count == 1 })
@@ -239,10 +251,7 @@ func variants(_ pairs: [(String, TypedValue)]) -> TypedValue {
     }
 
     @Test func eachFetchGetsItsOwnHandoffIdAndOneContinuedForIt() throws {
-        try TwoDevices.run { devices in
-            let ex = try Exchanges(devices)
-            ex.receiverAnswers = false
-            #expect(devices.meetPaired())
+        try Exchanges.run(speakingFor: .receiver) { ex, devices in
             let advert = Exchanges.webPage
             ex.useractivityd.payload = (advert.activityType, Exchanges.properties(of: advert))
             #expect(ex.advertise(advert))
@@ -264,9 +273,7 @@ func variants(_ pairs: [(String, TypedValue)]) -> TypedValue {
             #expect(devices.spin { ex.useractivityd.marked.count == 1 })
             #expect(ex.useractivityd.marked.first?.path == Interfaces.activityPathPrefix + advert.id)
             link.send(Frame(.continued, ["handoff": .string(handoffs[1]), "app-id": .string("org.example.Browser")]))
-            #expect(devices.spin { ex.a.device(ex.b)?.reachable == false })
-            #expect(ex.a.closedLinks.contains { $0.contains("a continued frame for an activity it did not fetch") }, "\(ex.a.closedLinks)")
-            #expect(ex.a.links.isBackingOff(ex.b.id))
+            #expect(ex.dropped(by: ex.a, saying: "a continued frame for an activity it did not fetch"), "\(ex.a.closedLinks)")
             #expect(ex.settle(ex.a))
             #expect(ex.useractivityd.marked.count == 1)
         }
@@ -274,10 +281,7 @@ func variants(_ pairs: [(String, TypedValue)]) -> TypedValue {
 
     @Test(arguments: ["the activity's id", "a handoff id never given", "no handoff id"])
     func continuedForAFetchNeverMadeDropsTheLink(_ naming: String) throws {
-        try TwoDevices.run { devices in
-            let ex = try Exchanges(devices)
-            ex.receiverAnswers = false
-            #expect(devices.meetPaired())
+        try Exchanges.run(speakingFor: .receiver) { ex, devices in
             let advert = Exchanges.webPage
             ex.useractivityd.payload = (advert.activityType, Exchanges.properties(of: advert))
             #expect(ex.advertise(advert))
@@ -288,9 +292,7 @@ func variants(_ pairs: [(String, TypedValue)]) -> TypedValue {
             default: break
             }
             try #require(ex.b.device(ex.a)?.link).send(Frame(.continued, body))
-            #expect(devices.spin { ex.a.device(ex.b)?.reachable == false })
-            #expect(ex.a.closedLinks.contains { $0.contains("a continued frame for an activity it did not fetch") }, "\(ex.a.closedLinks)")
-            #expect(ex.a.links.isBackingOff(ex.b.id))
+            #expect(ex.dropped(by: ex.a, saying: "a continued frame for an activity it did not fetch"), "\(ex.a.closedLinks)")
             #expect(ex.settle(ex.a))
             #expect(ex.useractivityd.marked.isEmpty)
         }
@@ -298,10 +300,7 @@ func variants(_ pairs: [(String, TypedValue)]) -> TypedValue {
 
     @Test(arguments: ["type", "app", "web page"])
     func aFetchedActivityOtherThanTheAdvertIsRefusedAndDropsTheLink(_ differing: String) throws {
-        try TwoDevices.run { devices in
-            let ex = try Exchanges(devices)
-            ex.originAnswers = false
-            #expect(devices.meetPaired())
+        try Exchanges.run(speakingFor: .origin) { ex, devices in
             let advert = Exchanges.webPage
             #expect(ex.advertise(advert))
             var fetched = advert
@@ -312,13 +311,9 @@ func variants(_ pairs: [(String, TypedValue)]) -> TypedValue {
             }
             let result = ex.continueOnB()
             #expect(ex.answerFetch(type: fetched.activityType, properties: Exchanges.properties(of: fetched)))
-            #expect(devices.spin { result() != nil })
-            let error = try #require(Self.failure(result()))
-            #expect(error.name == HandoffInterfaces.ErrorName.handoffFailed)
-            #expect(error.message.contains("another activity than the one it showed"), "\(error.message)")
-            #expect(devices.spin { ex.seen?.reachable == false })
-            #expect(ex.b.closedLinks.contains { $0.contains("another activity than the one it advertised") }, "\(ex.b.closedLinks)")
-            #expect(ex.b.links.isBackingOff(ex.a.id))
+            let error = try #require(ex.failure(of: result))
+            #expect(error.name == HandoffInterfaces.ErrorName.handoffFailed && error.message.contains("another activity than the one it showed"), "\(error.name): \(error.message)")
+            #expect(ex.dropped(by: ex.b, saying: "another activity than the one it advertised"), "\(ex.b.closedLinks)")
             #expect(ex.settle(ex.b))
             #expect(ex.useractivityd.continued.isEmpty)
         }
@@ -326,21 +321,15 @@ func variants(_ pairs: [(String, TypedValue)]) -> TypedValue {
 
     @Test(arguments: ["a file descriptor", "an object path that is not one"])
     func aFetchedActivityWithAValueLibdbusWouldRefuseNeverReachesIt(_ kind: String) throws {
-        try TwoDevices.run { devices in
-            let ex = try Exchanges(devices)
-            ex.originAnswers = false
-            #expect(devices.meetPaired())
+        try Exchanges.run(speakingFor: .origin) { ex, devices in
             let advert = Exchanges.webPage
             #expect(ex.advertise(advert))
             let result = ex.continueOnB()
             let value: TypedValue = kind == "a file descriptor" ? .unixFD(0) : .objectPath("not a path")
             #expect(ex.answerFetch(type: advert.activityType, properties: Exchanges.properties(of: advert, userInfo: [("position", value)])))
-            #expect(devices.spin { result() != nil })
-            let error = try #require(Self.failure(result()))
-            #expect(error.name == HandoffInterfaces.ErrorName.handoffFailed)
-            #expect(error.message.contains("cannot be continued"), "\(error.message)")
-            #expect(devices.spin { ex.seen?.reachable == false })
-            #expect(ex.b.closedLinks.contains { $0.contains("sent an activity with") }, "\(ex.b.closedLinks)")
+            let error = try #require(ex.failure(of: result))
+            #expect(error.name == HandoffInterfaces.ErrorName.handoffFailed && error.message.contains("cannot be continued"), "\(error.name): \(error.message)")
+            #expect(ex.dropped(by: ex.b, saying: "sent an activity with"), "\(ex.b.closedLinks)")
             #expect(ex.settle(ex.b))
             #expect(ex.useractivityd.continued.isEmpty)
         }
@@ -348,19 +337,14 @@ func variants(_ pairs: [(String, TypedValue)]) -> TypedValue {
 
     @Test(arguments: ["smb://server/share/report.odt", "https://example.org/report.odt", "file://otherhost/home/report.odt", ""])
     func anOpenDocumentIsBroughtOnlyFromALocalFileOfTheDevice(_ uri: String) throws {
-        try TwoDevices.run { devices in
-            let ex = try Exchanges(devices)
-            ex.originAnswers = false
-            #expect(devices.meetPaired())
+        try Exchanges.run(speakingFor: .origin) { ex, devices in
             let advert = Exchanges.document
             #expect(ex.advertise(advert))
             #expect(ex.seen?.currentActivity[Advert.continuableKey] == .boolean(true))
             let result = ex.continueOnB()
             #expect(ex.answerFetch(type: advert.activityType, properties: Exchanges.properties(of: advert, userInfo: [("uri", .string(uri))])))
-            #expect(devices.spin { result() != nil })
-            let error = try #require(Self.failure(result()))
-            #expect(error.name == HandoffInterfaces.ErrorName.handoffFailed)
-            #expect(error.message.contains("only a local file (file://)"), "\(error.message)")
+            let error = try #require(ex.failure(of: result))
+            #expect(error.name == HandoffInterfaces.ErrorName.handoffFailed && error.message.contains("only a local file (file://)"), "\(error.name): \(error.message)")
             // Nothing is asked of the device and nothing is continued here.
             #expect(ex.sync(from: ex.b))
             #expect(!ex.atOrigin.contains { $0.kind == .fileRequest })
@@ -370,10 +354,7 @@ func variants(_ pairs: [(String, TypedValue)]) -> TypedValue {
     }
 
     @Test func anOpenDocumentOfALocalFileIsAskedOfTheDeviceByItsURIAndItsRefusalPassedOn() throws {
-        try TwoDevices.run { devices in
-            let ex = try Exchanges(devices)
-            ex.originAnswers = false
-            #expect(devices.meetPaired())
+        try Exchanges.run(speakingFor: .origin) { ex, devices in
             let advert = Exchanges.document
             #expect(ex.advertise(advert))
             let result = ex.continueOnB()
@@ -388,8 +369,7 @@ func variants(_ pairs: [(String, TypedValue)]) -> TypedValue {
             let refusal = FileTransferMessage.end(request: try #require(request.uint32("request")),
                                                   failure: StreamFailure(name: "org.example.Elsewhere.Error.Nope", message: long))
             try #require(ex.a.device(ex.b)?.link).send(refusal.frame)
-            #expect(devices.spin { result() != nil })
-            let error = try #require(Self.failure(result()))
+            let error = try #require(ex.failure(of: result))
             #expect(error.name == HandoffInterfaces.ErrorName.handoffFailed)
             #expect(error.message.utf8.count <= HandoffLimits.maximumMessageBytes && long.hasPrefix(error.message), "\(error.message.utf8.count) bytes")
             #expect(devices.spin { ex.atOrigin.contains { $0.kind == .continueFailed } })
@@ -400,10 +380,7 @@ func variants(_ pairs: [(String, TypedValue)]) -> TypedValue {
     }
 
     @Test func aFetchNobodyAnswersFailsWhenItsDeadlineComes() throws {
-        try TwoDevices.run { devices in
-            let ex = try Exchanges(devices)
-            ex.originAnswers = false
-            #expect(devices.meetPaired())
+        try Exchanges.run(speakingFor: .origin) { ex, devices in
             var armed = 0
             ex.b.context.onWorkAdded = { armed += 1 }
             #expect(ex.advertise(Exchanges.webPage))
@@ -421,9 +398,8 @@ func variants(_ pairs: [(String, TypedValue)]) -> TypedValue {
             #expect(result() == nil)
             devices.scheduler.advance(byMilliseconds: 1)
             ex.receiver.expireFetches(now: devices.scheduler.monotonic)
-            let error = try #require(Self.failure(result()))
-            #expect(error.name == HandoffInterfaces.ErrorName.handoffFailed)
-            #expect(error.message.contains("did not send the activity in time"), "\(error.message)")
+            let error = try #require(ex.failure(of: result))
+            #expect(error.name == HandoffInterfaces.ErrorName.handoffFailed && error.message.contains("did not send the activity in time"), "\(error.name): \(error.message)")
             #expect(ex.receiver.deadlines.isEmpty && ex.seen?.fetches.isEmpty == true)
             // An answer after the deadline is nobody's: nothing is continued, and the link stays.
             #expect(ex.answerFetch(type: Exchanges.webPage.activityType, properties: Exchanges.properties(of: Exchanges.webPage)))
@@ -435,10 +411,7 @@ func variants(_ pairs: [(String, TypedValue)]) -> TypedValue {
     }
 
     @Test func aTimeoutOverTheLimitIsCappedBeforeUse() throws {
-        try TwoDevices.run { devices in
-            let ex = try Exchanges(devices)
-            ex.originAnswers = false
-            #expect(devices.meetPaired())
+        try Exchanges.run(speakingFor: .origin) { ex, devices in
             #expect(ex.advertise(Exchanges.webPage))
             let start = devices.scheduler.monotonic
             _ = ex.continueOnB(options: [("timeout-ms", .uint32(.max))])
@@ -453,18 +426,14 @@ func variants(_ pairs: [(String, TypedValue)]) -> TypedValue {
         ("not an error name", HandoffInterfaces.ErrorName.handoffFailed, false),
     ])
     func anErrorFromTheOriginIsPassedOnOnlyByTheNamesAnOriginMayGive(_ sent: String, _ given: String, _ linkStays: Bool) throws {
-        try TwoDevices.run { devices in
-            let ex = try Exchanges(devices)
-            ex.originAnswers = false
-            #expect(devices.meetPaired())
+        try Exchanges.run(speakingFor: .origin) { ex, devices in
             #expect(ex.advertise(Exchanges.webPage))
             let result = ex.continueOnB()
             let request = try #require(ex.fetchAtOrigin()?.uint32("request"))
             // Characters of three bytes each (e and a combining acute accent): the limit is in bytes, whatever the characters.
             let long = String(repeating: "e\u{301}", count: 4 * HandoffLimits.maximumMessageBytes)
             try #require(ex.a.device(ex.b)?.link).send(Frame(.error, ["request": .uint32(request), "name": .string(sent), "message": .string(long)]))
-            #expect(devices.spin { result() != nil })
-            let error = try #require(Self.failure(result()))
+            let error = try #require(ex.failure(of: result))
             #expect(error.name == given)
             #expect(error.message.utf8.count <= HandoffLimits.maximumMessageBytes, "\(error.message.utf8.count) bytes")
             #expect(error.message.utf8.count > HandoffLimits.maximumMessageBytes - 3 && long.hasPrefix(error.message))
@@ -472,8 +441,7 @@ func variants(_ pairs: [(String, TypedValue)]) -> TypedValue {
                 #expect(ex.sync(from: ex.a))
                 #expect(ex.seen?.reachable == true)
             } else {
-                #expect(devices.spin { ex.seen?.reachable == false })
-                #expect(ex.b.closedLinks.contains { $0.contains("an error reply whose name is not an error name") }, "\(ex.b.closedLinks)")
+                #expect(ex.dropped(by: ex.b, saying: "an error reply whose name is not an error name"), "\(ex.b.closedLinks)")
             }
         }
     }
