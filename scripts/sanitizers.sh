@@ -86,8 +86,9 @@ library_skip='^(UserActivityTests|DiscoveryTests|ExampleAppTests)\.'
 # not ended, a line each.
 unfinished_tests() {
     tail -n +"$1" "$log" | awk '
+        /^◇ Test (case passing |run started)/ { next }
         /^◇ Test .* started\.$/ { name = $0; sub(/^◇ Test /, "", name); sub(/ started\.$/, "", name); open[name] = 1 }
-        /^[✔✘] Test .* (passed|failed) after / { name = $0; sub(/^[✔✘] Test /, "", name); sub(/ (passed|failed) after .*$/, "", name); delete open[name] }
+        /^(✔|✘) Test .* (passed|failed) after / { name = $0; sub(/^(✔|✘) Test /, "", name); sub(/ (passed|failed) after .*$/, "", name); sub(/ with [0-9]+ test cases?$/, "", name); delete open[name] }
         END { for (name in open) print "  " name }' | sort
 }
 
