@@ -102,13 +102,14 @@ descendants() {
 # process and the daemons it started. A hang then names itself.
 report_stuck() {
     {
-        echo "=== $sanitizer: still running after $((limit - 60)) s: $*"
+        echo "=== $sanitizer: still running after $4 s: $3"
         echo "tests started and not ended:"
         unfinished_tests "$2"
         ps -o pid,ppid,etime,args -p "$(descendants "$1" | paste -s -d, -)" 2>/dev/null | cut -c1-240
         if command -v gdb >/dev/null 2>&1; then
             for pid in $(descendants "$1"); do
-                echo "--- threads of $pid: $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-200)"
+                [ -e "/proc/$pid" ] || continue
+                echo "--- threads of $pid: $(cat "/proc/$pid/cmdline" 2>/dev/null | tr '\0' ' ' | cut -c1-200)"
                 timeout 60 gdb -p "$pid" -batch -nx -ex 'thread apply all bt 20' 2>/dev/null | grep -E '^(Thread|#)'
             done
         fi
@@ -130,15 +131,18 @@ run_tests() {
     timeout -k 30 "$limit" swift test --skip-build --sanitize="$sanitizer" --scratch-path "$scratch" "$@" >>"$log" 2>&1 &
     test_pid=$!
     (
-        sleep $((limit > 120 ? limit - 60 : limit / 2)) &
-        wait $!
-        kill -0 "$test_pid" 2>/dev/null && report_stuck "$test_pid" "$first_line" "$*"
+        report_at=$((limit > 120 ? limit - 60 : limit / 2))
+        waited=0
+        while [ $waited -lt $report_at ] && kill -0 "$test_pid" 2>/dev/null; do
+            sleep 2
+            waited=$((waited + 2))
+        done
+        kill -0 "$test_pid" 2>/dev/null && report_stuck "$test_pid" "$first_line" "$*" "$report_at"
     ) &
     watchdog=$!
     wait "$test_pid"
     run_result=$?
-    pkill -P "$watchdog" sleep 2>/dev/null
-    wait "$watchdog" 2>/dev/null
+    wait "$watchdog"
     [ $run_result -eq 124 ] && echo "$sanitizer: the tests did not finish within $limit s (SANITIZER_TIMEOUT)" >>"$log"
     return $run_result
 }
