@@ -51,13 +51,14 @@ final class HandoffPage {
 
         let general = preferencesGroup(localized("Handoff"),
                                        description: localized("Continue on this computer what you were doing on your other computers, and the reverse."))
-        enabledRow = switchRow(localized("_Handoff"), subtitle: localized("Share what you are doing with your paired devices"))
+        // TRANSLATORS: the page tab is "_Handoff" too; the switch takes another letter.
+        enabledRow = switchRow(localized("Han_doff"), subtitle: localized("Share what you are doing with your paired devices"))
         var apply: (String, TypedValue) -> Void = { _, _ in }
         let name = entryRow(localized("Device _name")) { entry in apply("DeviceName", .string(editableText(entry))) }
         nameRow = name.row
         nameEntry = name.entry
         discoverableRow = switchRow(localized("_Visible to nearby devices"), subtitle: localized("Lets a nearby device ask to pair"))
-        notifyRow = switchRow(localized("_Notify when an activity can be continued"))
+        notifyRow = switchRow(localized("Notify _when an activity can be continued"))
         for row in [enabledRow.row, nameRow, discoverableRow.row, notifyRow.row] { addToGroup(general, row) }
 
         devicesGroup = preferencesGroup(localized("Devices"),
@@ -295,9 +296,11 @@ final class DeviceRow {
         self.path = path
         self.page = page
         row = actionRow(localized("Device"))
+        // The title is the name the device gives itself: its underscores are text.
+        adw_preferences_row_set_use_underline(row.as(), CGTK_FALSE)
         adw_action_row_add_prefix(row.as(), gtk_image_new_from_icon_name("computer-symbolic"))
         continueButton = button(localized("C_ontinue"), cssClasses: ["suggested-action"]) {}
-        pairButton = button(localized("_Pair")) {}
+        pairButton = button(localized("Pa_ir")) {}
         forgetButton = button(localized("_Forget")) {}
         for widget in [continueButton, pairButton, forgetButton] { adw_action_row_add_suffix(row.as(), widget.widget) }
         onSignal(continueButton, "clicked") { [unowned self, unowned page] in page.continueActivity(self) }

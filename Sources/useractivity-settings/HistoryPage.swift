@@ -105,7 +105,7 @@ final class HistoryPage {
 
         let forgetGroup = preferencesGroup(localized("Forget"))
         let ranges: [(String, String, Int64?)] = [
-            (localized("Forget the last _hour"), localized("Forget the last hour?"), 3_600),
+            (localized("Forget the last h_our"), localized("Forget the last hour?"), 3_600),
             (localized("Forget the last _day"), localized("Forget the last day?"), 86_400),
             (localized("Forget _everything"), localized("Forget everything?"), nil),
         ]

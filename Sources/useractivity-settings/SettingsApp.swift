@@ -93,7 +93,7 @@ final class UnavailableNotice {
     init(retry: @escaping () -> Void) {
         group = preferencesGroup("")
         row = actionRow(localized("Not available"))
-        adw_action_row_add_suffix(row.as(), button(localized("_Try Again"), retry).widget)
+        adw_action_row_add_suffix(row.as(), button(localized("Try A_gain"), retry).widget)
         addToGroup(group, row)
         setVisible(group, false)
     }

@@ -287,15 +287,22 @@ def cli_change_shows_in_app():
     assert wait_until(lambda: find(frame, "list item", contains="Editor") is None, 20), "unblocking did not show"
 
 
+ALT = 64  # the keycode of Alt_L in Xvfb's default (evdev) keymap; KEY_PRESS takes keycodes
+ESCAPE = 0xff1b
+
+
+def press_mnemonic(letter):
+    pyatspi.Registry.generateKeyboardEvent(ALT, None, pyatspi.KEY_PRESS)
+    pyatspi.Registry.generateKeyboardEvent(ord(letter), None, pyatspi.KEY_SYM)
+    pyatspi.Registry.generateKeyboardEvent(ALT, None, pyatspi.KEY_RELEASE)
+
+
 def mnemonic_toggles_pause():
     """Alt+A, the mnemonic of "P_ause history", reaches its switch from the keyboard."""
     show_page("Privacy")
     paused = require(frame, "check box", contains="Pause history")
     before = prop(MANAGER, "Paused")
-    alt = 64  # the keycode of Alt_L in Xvfb's default (evdev) keymap; KEY_PRESS takes keycodes
-    pyatspi.Registry.generateKeyboardEvent(alt, None, pyatspi.KEY_PRESS)
-    pyatspi.Registry.generateKeyboardEvent(ord("a"), None, pyatspi.KEY_SYM)
-    pyatspi.Registry.generateKeyboardEvent(alt, None, pyatspi.KEY_RELEASE)
+    press_mnemonic("a")
     flipped = "(<false>,)" if before == "(<true>,)" else "(<true>,)"
     assert wait_until(lambda: prop(MANAGER, "Paused") == flipped, 20), f"Alt+A left Paused at {prop(MANAGER, 'Paused')}"
     assert wait_until(lambda: checked(paused) == (flipped == "(<true>,)"), 10), "the switch shows it"
@@ -516,6 +523,141 @@ def keyboard_reaches_every_control():
     assert not problems, "; ".join(problems)
 
 
+# Each page's mnemonics (a window's page tabs are on every page), what each
+# reaches and how its effect shows: a switch flips its service property, an
+# entry or spin button takes the focus, a button opens its dialog.
+PAGE_TABS = {"h": "Handoff", "s": "History", "p": "Privacy"}
+PAGE_MARKERS = {"Handoff": ("check box", "Handoff"), "History": ("entry", "Search history"), "Privacy": ("check box", "Pause history")}
+MNEMONICS = {
+    "Handoff": [("d", "check box", "Handoff", (HANDOFF, "Enabled")),
+                ("n", "text", "Device name", None),
+                ("v", "check box", "Visible to nearby devices", (HANDOFF, "Discoverable")),
+                ("w", "check box", "Notify when an activity can be continued", (HANDOFF, "NotifyContinuable")),
+                ("a", "text", "Connect by address", None)],
+    "History": [("o", "push button", "Forget the last hour?", None),
+                ("d", "push button", "Forget the last day?", None),
+                ("e", "push button", "Forget everything?", None)],
+    "Privacy": [("a", "check box", "Pause history", (MANAGER, "Paused")),
+                ("k", "spin button", "Keep history for (days)", None),
+                ("r", "check box", "Include recent files", (MANAGER, "Bridges")),
+                ("b", "push button", "Block an App…", None),
+                ("t", "text", "Block a type", None)],
+}
+
+
+def has_focus(node, depth=0):
+    if node.getState().contains(pyatspi.STATE_FOCUSED):
+        return True
+    return depth < 4 and any(has_focus(node.getChildAtIndex(i), depth + 1) for i in range(node.childCount))
+
+
+def other_windows():
+    windows = [app_root.getChildAtIndex(i) for i in range(app_root.childCount)]
+    return [window for window in windows if window is not None and window != frame]
+
+
+def underlined_letters(labels):
+    """The mnemonic letter of each label, as GTK underlines it while Alt is
+    held (the accessible names have lost their underscores): {letter: {text}}."""
+    letters = {}
+    for label in labels:
+        try:
+            text = label.queryText()
+            offset = 0
+            while offset < text.characterCount:
+                attributes, start, end = text.getAttributeRun(offset, False)
+                if any(attribute.startswith("underline:") and attribute != "underline:none" for attribute in attributes):
+                    letters.setdefault(text.getText(start, start + 1).lower(), set()).add(label.name)
+                offset = max(end, offset + 1)
+        except Exception:
+            continue
+    return letters
+
+
+def shown_mnemonics(page):
+    """The mnemonics a person sees on `page` and the page tabs while holding Alt."""
+    pyatspi.Registry.generateKeyboardEvent(ALT, None, pyatspi.KEY_PRESS)
+    try:
+        labels = lambda: find_all(page, "label") + [label for tab in find_all(frame, "page tab") for label in find_all(tab, "label")]
+        # GTK shows them a moment after Alt goes down.
+        wait_until(lambda: underlined_letters(labels()), 10, 0.05)
+        pump_events()
+        return underlined_letters(labels())
+    finally:
+        pyatspi.Registry.generateKeyboardEvent(ALT, None, pyatspi.KEY_RELEASE)
+
+
+def mnemonics_reach_every_primary_control():
+    """On each page, no two controls share a mnemonic letter, and Alt+letter
+    reaches each primary control: a switch flips (and flips back), an entry
+    takes the focus (twice: a shared letter would move it on), a button acts
+    (a "Forget" one asks first: cancelled with Escape, nothing is forgotten)."""
+    session.ctl("resume")
+    session.call(HANDOFF[0], HANDOFF[1], "org.freedesktop.DBus.Properties.Set", HANDOFF[2], "Enabled", "<true>")
+    donate(EDITOR, "Mnemonic notes", "Kept through every cancelled forget")
+    kept = lambda: "Mnemonic notes" in session.call(MANAGER[0], MANAGER[1], "org.example.UserActivity.Search", "mnemonic", "{}")
+    assert kept(), "the donation was not saved"
+    problems = []
+    for page, controls in MNEMONICS.items():
+        tab = require(frame, "page tab", page)
+        press_mnemonic(next(letter for letter, title in PAGE_TABS.items() if title == page))
+        if not wait_until(lambda: tab.getState().contains(pyatspi.STATE_SELECTED), 10, 0.05):
+            problems.append(f"the mnemonic of the page tab {page} does not show it")
+            show_page(page)
+        letters = shown_mnemonics(page_content(*PAGE_MARKERS[page]))
+        problems += [f"{page}: Alt+{letter.upper()} is the mnemonic of {' and '.join(sorted(names))}"
+                     for letter, names in sorted(letters.items()) if len(names) > 1]
+        problems += [f"{page}: {name!r} does not show the mnemonic {letter.upper()}"
+                     for letter, _, name, _ in controls if not any(text.startswith(name.rstrip("?…")) for text in letters.get(letter, ()))]
+        problems += [f"the page tab {title} does not show the mnemonic {letter.upper()}"
+                     for letter, title in PAGE_TABS.items() if title not in letters.get(letter, ())]
+        for letter, role, name, target in controls:
+            key = f"{page}: Alt+{letter.upper()} ({name})"
+            if role == "push button":
+                before = len(other_windows())
+                press_mnemonic(letter)
+                opened = wait_until(lambda: len(other_windows()) > before and other_windows(), 10, 0.05)
+                if not opened:
+                    problems.append(f"{key} opened nothing")
+                    continue
+                if name.endswith("?"):
+                    if not wait_until(lambda: any(name in text for window in other_windows() for text in label_texts(window)), 10):
+                        problems.append(f"{key} did not ask {name!r}")
+                    press_key(ESCAPE)
+                else:
+                    if other_windows()[-1].name != name.rstrip("…"):
+                        problems.append(f"{key} opened {other_windows()[-1].name!r}")
+                    press(require(other_windows()[-1], "push button", "Close"))
+                if not wait_until(lambda: len(other_windows()) == before, 10, 0.05):
+                    problems.append(f"{key}: its window did not close")
+                    for _ in other_windows():
+                        press_key(ESCAPE)
+                continue
+            node = require(frame, role, contains=name)
+            wait_until(lambda: node.getState().contains(pyatspi.STATE_SENSITIVE), 10)
+            if target is None:
+                for attempt in ("", " again"):
+                    press_mnemonic(letter)
+                    if not wait_until(lambda: has_focus(node), 10, 0.05):
+                        problems.append(f"{key}{attempt} did not focus it")
+                        break
+                continue
+            service, property = target
+            before = prop(service, property)
+            was_on = checked(node)
+            for attempt, on in (("", not was_on), (" again", was_on)):
+                press_mnemonic(letter)
+                if not wait_until(lambda: checked(node) == on, 10, 0.05):
+                    problems.append(f"{key}{attempt} did not flip the switch")
+                    break
+                if on == was_on and not wait_until(lambda: prop(service, property) == before, 20):
+                    problems.append(f"{key}: {property} is {prop(service, property)}, not {before} again")
+                elif on != was_on and not wait_until(lambda: prop(service, property) != before, 20):
+                    problems.append(f"{key}: {property} stayed {before}")
+    assert kept(), "a cancelled forget forgot"
+    assert not problems, "; ".join(problems)
+
+
 def spawn_fixture(target, *args):
     """Starts fixtures.py on `target`'s bus and waits for its READY line."""
     child = subprocess.Popen(["/usr/bin/python3", os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures.py"), *args],
@@ -603,7 +745,7 @@ def two_stacks_pair_follow_and_continue():
 CHECKS = [handoff_switch_sets_enabled, device_name_reaches_service, discoverable_shows_time_left,
           privacy_switches_set_properties, block_an_app_from_the_installed_apps,
           cli_change_shows_in_app, mnemonic_toggles_pause, history_search_as_you_type, history_follows_changes_elsewhere, forget_one_removes_it, forget_this_app_removes_its_entries,
-          keyboard_reaches_every_control,
+          keyboard_reaches_every_control, mnemonics_reach_every_primary_control,
           forget_everything_with_confirmation, unavailable_service_is_reported, two_stacks_pair_follow_and_continue]
 
 passed = failed = 0
@@ -634,7 +776,7 @@ try:
             for index in range(app_root.childCount):
                 window = app_root.getChildAtIndex(index)
                 if window is not None and window != frame:
-                    press_key(0xff1b)  # Escape
+                    press_key(ESCAPE)
         if app_process.poll() is not None:
             print(f"✘ the app exited ({app_process.returncode}): {app_process.stderr.read().decode()[-3000:]}")
             failed += 1
