@@ -338,10 +338,22 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     /// Kills the process (and its group, if any) with `SIGKILL` and reaps it.
+    /// A process the kernel has not let go of after a minute (stuck in an
+    /// uninterruptible wait) is left, with a line on stderr saying where it
+    /// waits, rather than holding the test forever.
     public func kill() {
         signal(SIGKILL)
+        let deadline = monotonicNow() + 60
+        var delay = 0.001
         while reap() == nil {
-            sleepSeconds(0.001)
+            guard monotonicNow() < deadline else {
+                let state = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? "gone"
+                let waitChannel = (try? String(contentsOfFile: "/proc/\(pid)/wchan", encoding: .utf8)) ?? "?"
+                FileHandle.standardError.write(Data("ChildProcess: \(pid) not reaped 60 s after SIGKILL; stat: \(state.prefix(200)) wchan: \(waitChannel)\n".utf8))
+                return
+            }
+            sleepSeconds(delay)
+            delay = min(delay * 2, 0.01)
         }
     }
 
