@@ -82,39 +82,7 @@ thread_skip='^(UserActivityTests|DiscoveryTests|ExampleAppTests)\.|^HandoffTests
 library_only='^UserActivityTests\.'
 library_skip='^(UserActivityTests|DiscoveryTests|ExampleAppTests)\.'
 
-# The tests of the run that began at line $1 of $log that started and have
-# not ended, a line each.
-unfinished_tests() {
-    tail -n +"$1" "$log" | awk '
-        /^◇ Test (case passing |run started)/ { next }
-        /^◇ Test .* started\.$/ { name = $0; sub(/^◇ Test /, "", name); sub(/ started\.$/, "", name); open[name] = 1 }
-        /^(✔|✘) Test .* (passed|failed) after / { name = $0; sub(/^(✔|✘) Test /, "", name); sub(/ (passed|failed) after .*$/, "", name); sub(/ with [0-9]+ test cases?$/, "", name); delete open[name] }
-        END { for (name in open) print "  " name }' | sort
-}
-
-# Every process below $1, deepest last.
-descendants() {
-    for child in $(pgrep -P "$1"); do echo "$child"; descendants "$child"; done
-}
-
-# What a run that is about to hit its time limit is doing, in $stuck: the
-# tests still running and, with gdb, every thread's stack in the test
-# process and the daemons it started. A hang then names itself.
-report_stuck() {
-    {
-        echo "=== $sanitizer: still running after $4 s: $3"
-        echo "tests started and not ended:"
-        unfinished_tests "$2"
-        ps -o pid,ppid,etime,args -p "$(descendants "$1" | paste -s -d, -)" 2>/dev/null | cut -c1-240
-        if command -v gdb >/dev/null 2>&1; then
-            for pid in $(descendants "$1"); do
-                [ -e "/proc/$pid" ] || continue
-                echo "--- threads of $pid: $(cat "/proc/$pid/cmdline" 2>/dev/null | tr '\0' ' ' | cut -c1-200)"
-                timeout 60 gdb -p "$pid" -batch -nx -ex 'thread apply all bt 20' 2>/dev/null | grep -E '^(Thread|#)'
-            done
-        fi
-    } >>"$stuck" 2>&1
-}
+. "$PWD/scripts/hang-report.sh"
 
 # One `swift test` run of the built tests ($sanitizer, $scratch), appended
 # to $log; its arguments select the tests. Leak checking off: see above. log_path: one file per
@@ -130,15 +98,9 @@ run_tests() {
     SWIFT_BACKTRACE="enable=no" \
     timeout -k 30 "$limit" swift test --skip-build --sanitize="$sanitizer" --scratch-path "$scratch" "$@" >>"$log" 2>&1 &
     test_pid=$!
-    (
-        report_at=$((limit > 120 ? limit - 60 : limit / 2))
-        waited=0
-        while [ $waited -lt $report_at ] && kill -0 "$test_pid" 2>/dev/null; do
-            sleep 2
-            waited=$((waited + 2))
-        done
-        kill -0 "$test_pid" 2>/dev/null && report_stuck "$test_pid" "$first_line" "$*" "$report_at"
-    ) &
+    report_at=$((limit > 120 ? limit - 60 : limit / 2))
+    watch_for_hang "$log" "$first_line" "$report_at" "$test_pid" \
+        "=== $sanitizer: still running after $report_at s: $*" >>"$stuck" 2>&1 &
     watchdog=$!
     wait "$test_pid"
     run_result=$?

@@ -5,6 +5,7 @@
 # Never touches your own session bus: each test starts its own dbus-daemon.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/hang-report.sh
 scripts/install-deps.sh
 # A dbus-daemon that offers ProcessFD (Debian 12's does not), for the
 # PID-reuse tests and a second run of the identity suites on it; about 15 s
@@ -34,7 +35,31 @@ fi
 if [ $# -gt 0 ]; then
   USERACTIVITYD_PATH="$PWD/.build/debug/useractivityd" swift test "$@" 2>&1 | tee "$log" || status=$?
 else
-  USERACTIVITYD_PATH="$PWD/.build/debug/useractivityd" swift test --skip '^UserActivityTests\.' 2>&1 | tee "$log" || status=$?
+  # With USERACTIVITY_TEST_TIMEOUT (seconds; CI sets it) a hang names itself:
+  # a minute before the limit the tests still running and every thread's
+  # stack are printed (scripts/hang-report.sh), then the run is stopped.
+  # Without it the run is as long as it takes, and Ctrl-C reaches it.
+  limit=${USERACTIVITY_TEST_TIMEOUT:-}
+  limiter=()
+  finished="$(mktemp -u)"
+  if [ -n "$limit" ]; then
+    limiter=(timeout -k 30 "$limit")
+    (
+      waited=0
+      while [ ! -e "$finished" ] && [ "$waited" -lt $((limit - 60)) ]; do
+        sleep 2
+        waited=$((waited + 2))
+      done
+      run=$(pgrep -P $$ -x timeout || true)
+      [ -e "$finished" ] || [ -z "$run" ] || hang_report "$log" 1 "$run" "=== the tests are still running after $waited s" >&2
+    ) &
+  fi
+  USERACTIVITYD_PATH="$PWD/.build/debug/useractivityd" \
+    "${limiter[@]}" swift test --skip '^UserActivityTests\.' 2>&1 | tee "$log" || status=$?
+  touch "$finished"
+  wait
+  rm -f "$finished"
+  [ "$status" -ne 124 ] || [ -z "$limit" ] || echo "=== the tests did not finish within $limit s (USERACTIVITY_TEST_TIMEOUT)" >&2
   # The client library's tests in a process of their own (a few seconds): the
   # library runs an app's handlers on Swift's cooperative threads, one per
   # core, and the blocking tests of the other targets would hold those for
