@@ -670,11 +670,12 @@ def spawn_fixture(target, *args):
 
 def two_stacks_pair_follow_and_continue():
     """Pairing started in the app on A, confirmed there and by an agent on B;
-    B's current activity shows in its row and Continue continues it on A."""
+    B's current activity shows in its row and Continue continues it on A.
+    B's name has an underscore, which its row shows as text, not as a mnemonic."""
     other = Session("b", x_display=session.display, apps=APPS)
     try:
         b_handoff = lambda method, *args: other.call(HANDOFF[0], HANDOFF[1], method, *args)
-        b_handoff("org.freedesktop.DBus.Properties.Set", HANDOFF[2], "DeviceName", "<'Laptop B'>")
+        b_handoff("org.freedesktop.DBus.Properties.Set", HANDOFF[2], "DeviceName", "<'Laptop_B'>")
         b_handoff("org.freedesktop.DBus.Properties.Set", HANDOFF[2], "Enabled", "<true>")
         b_handoff("org.freedesktop.DBus.Properties.Set", HANDOFF[2], "Discoverable", "<true>")
         port = wait_until(lambda: int(other.get(*HANDOFF, "ListenPort").split()[-1].strip(">,)")), 20)
@@ -696,7 +697,12 @@ def two_stacks_pair_follow_and_continue():
         address = require(frame, "text", "Connect by address")
         type_text(address, f"127.0.0.1:{port}")
         press_key(RETURN)
-        row = require(frame, "list item", "Laptop B", timeout=30)
+        # GTK 4.8 drops a mnemonic's underscore from the names it gives, so the
+        # row is found by the part that survives and then read in full.
+        row = require(frame, "list item", contains="Laptop", timeout=30)
+        title = find(row, "label", contains="Laptop").queryText()
+        shown = (row.name, title.getText(0, title.characterCount))
+        assert shown == ("Laptop_B", "Laptop_B"), f"B's name is shown as {shown} (row, title), not 'Laptop_B'"
         # Cancelled in the app first: the pairing fails and the app says why.
         press(require(row, "push button", contains="Pair"))
         press(dialog_button("Cancel", timeout=30))
