@@ -36,13 +36,17 @@ hang_report() {
     done
 }
 
-# watch_for_hang LOG FIRST_LINE SECONDS PID TITLE: if PID is still running
-# after SECONDS, prints hang_report for it and its processes.
+# watch_for_hang LOG FIRST_LINE SECONDS DONE_FILE TITLE, started in the
+# background before a test run under `timeout`: unless DONE_FILE appears
+# first, after SECONDS prints hang_report for that `timeout` (this shell's
+# child) and the processes below it.
 watch_for_hang() {
     waited=0
-    while [ "$waited" -lt "$3" ] && kill -0 "$4" 2>/dev/null; do
+    while [ ! -e "$4" ] && [ "$waited" -lt "$3" ]; do
         sleep 2
         waited=$((waited + 2))
     done
-    if kill -0 "$4" 2>/dev/null; then hang_report "$1" "$2" "$4" "$5"; fi
+    [ ! -e "$4" ] || return 0
+    run=$(pgrep -P "$$" -x timeout | head -n 1 || true)
+    [ -z "$run" ] || hang_report "$1" "$2" "$run" "$5"
 }

@@ -92,19 +92,21 @@ library_skip='^(UserActivityTests|DiscoveryTests|ExampleAppTests)\.'
 run_tests() {
     echo "=== $sanitizer: testing $*"
     first_line=$(( $(wc -l <"$log") + 1 ))
+    finished="$scratch-finished"
+    rm -f "$finished"
+    report_at=$((limit > 120 ? limit - 60 : limit / 2))
+    watch_for_hang "$log" "$first_line" "$report_at" "$finished" \
+        "=== $sanitizer: still running after $report_at s: $*" >>"$stuck" 2>&1 &
+    watchdog=$!
     USERACTIVITYD_PATH="$PWD/$scratch/debug/useractivityd" \
     ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:halt_on_error=1:log_path=$reports/asan" \
     TSAN_OPTIONS="halt_on_error=0:second_deadlock_stack=1:log_path=$reports/tsan" \
     SWIFT_BACKTRACE="enable=no" \
-    timeout -k 30 "$limit" swift test --skip-build --sanitize="$sanitizer" --scratch-path "$scratch" "$@" >>"$log" 2>&1 &
-    test_pid=$!
-    report_at=$((limit > 120 ? limit - 60 : limit / 2))
-    watch_for_hang "$log" "$first_line" "$report_at" "$test_pid" \
-        "=== $sanitizer: still running after $report_at s: $*" >>"$stuck" 2>&1 &
-    watchdog=$!
-    wait "$test_pid"
+    timeout -k 30 "$limit" swift test --skip-build --sanitize="$sanitizer" --scratch-path "$scratch" "$@" >>"$log" 2>&1
     run_result=$?
+    touch "$finished"
     wait "$watchdog"
+    rm -f "$finished"
     [ $run_result -eq 124 ] && echo "$sanitizer: the tests did not finish within $limit s (SANITIZER_TIMEOUT)" >>"$log"
     return $run_result
 }

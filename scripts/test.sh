@@ -44,15 +44,7 @@ else
   finished="$(mktemp -u)"
   if [ -n "$limit" ]; then
     limiter=(timeout -k 30 "$limit")
-    (
-      waited=0
-      while [ ! -e "$finished" ] && [ "$waited" -lt $((limit - 60)) ]; do
-        sleep 2
-        waited=$((waited + 2))
-      done
-      run=$(pgrep -P $$ -x timeout || true)
-      [ -e "$finished" ] || [ -z "$run" ] || hang_report "$log" 1 "$run" "=== the tests are still running after $waited s" >&2
-    ) &
+    watch_for_hang "$log" 1 $((limit - 60)) "$finished" "=== the tests are still running after $((limit - 60)) s" >&2 &
   fi
   USERACTIVITYD_PATH="$PWD/.build/debug/useractivityd" \
     "${limiter[@]}" swift test --skip '^UserActivityTests\.' 2>&1 | tee "$log" || status=$?
